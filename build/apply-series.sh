@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+#
+# Licensed to the Apache Software Foundation (ASF) under one
+# or more contributor license agreements.  See the NOTICE file
+# distributed with this work for additional information
+# regarding copyright ownership.  The ASF licenses this file
+# to you under the Apache License, Version 2.0 (the
+# "License"); you may not use this file except in compliance
+# with the License.  You may obtain a copy of the License at
+#
+#   http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing,
+# software distributed under the License is distributed on an
+# "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+# KIND, either express or implied.  See the License for the
+# specific language governing permissions and limitations
+# under the License.
+#
+# apply-series.sh SOURCES_JAR SERIES_DIR TARGET_DIR
+#
+# Unpacks an upstream -sources jar, applies SERIES_DIR/series in order (strictly: no fuzz, no
+# reversed hunks), and leaves for the Maven build:
+#   TARGET_DIR/patched-src/            only the files the series touches (compiled by the module)
+#   TARGET_DIR/replaced-classes.txt    Ant patterns of the upstream classes they replace, nested
+#                                      and anonymous ones included (left out of the drop-in jar)
+#   TARGET_DIR/patch-series.properties patch.series and patch.series.sha256 for the jar manifest
+# Patch paths are relative to the sources-jar root: a/org/apache/.../ManagedCursorImpl.java.
+set -euo pipefail
+
+sources_jar=$1
+series_dir=$2
+target=$3
+
+work=$target/upstream-src
+patched=$target/patched-src
+rm -rf "$work" "$patched"
+mkdir -p "$work" "$patched"
+unzip -q -o "$sources_jar" -d "$work"
+
+series_file=$series_dir/series
+names=()
+if [ -f "$series_file" ]; then
+  while IFS= read -r line || [ -n "$line" ]; do
+    line=${line%%#*}
+    line=$(echo "$line" | tr -d '[:space:]')
+    [ -n "$line" ] && names+=("$line")
+  done < "$series_file"
+fi
+
+touched=$target/touched-files.txt
+: > "$touched"
+for name in "${names[@]+"${names[@]}"}"; do
+  file=$series_dir/$name
+  if [ ! -f "$file" ]; then
+    echo "ERROR: $series_file lists $name, but $file does not exist" >&2
+    exit 1
+  fi
+  if ! out=$(patch -p1 --fuzz=0 --forward --no-backup-if-mismatch --reject-file=- -d "$work" < "$file" 2>&1); then
+    echo "ERROR: patch $name (series $series_file) does not apply to $(basename "$sources_jar"):" >&2
+    echo "$out" | sed 's/^/    /' >&2
+    echo "Rebase the series: build/series-to-worktree.sh, fix, build/worktree-to-series.sh (README)." >&2
+    exit 1
+  fi
+  echo "applied $name"
+  grep -E '^\+\+\+ ' "$file" | sed -E 's#^\+\+\+ [^/]+/##; s#[[:space:]].*$##' >> "$touched"
+done
+
+: > "$target/replaced-classes.txt"
+sort -u "$touched" | while IFS= read -r rel; do
+  [ -n "$rel" ] || continue
+  if [ -f "$work/$rel" ]; then
+    mkdir -p "$patched/$(dirname "$rel")"
+    cp "$work/$rel" "$patched/$rel"
+  fi
+  stem=${rel%.java}
+  printf '%s.class\n%s$*.class\n' "$stem" "$stem" >> "$target/replaced-classes.txt"
+done
+
+list=$(IFS=,; echo "${names[*]+"${names[*]}"}")
+if [ ${#names[@]} -gt 0 ]; then
+  sum=$(cd "$series_dir" && cat "${names[@]}" | sha256sum | cut -d' ' -f1)
+else
+  sum=none
+fi
+printf 'patch.series=%s\npatch.series.sha256=%s\n' "${list:-none}" "$sum" > "$target/patch-series.properties"
+echo "series $series_dir: ${#names[@]} patch(es); replaced classes:"
+sed 's/^/    /' "$target/replaced-classes.txt"

@@ -1,0 +1,219 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.Iterator;
+import java.util.List;
+import java.util.function.Predicate;
+import org.apache.bookkeeper.mledger.Position;
+
+/**
+ * The pending mark-delete operations of one durable cursor, as an ordered list of typed operations.
+ *
+ * <p>An operation is either an <em>ack</em> (a mark-delete or an individual delete, whose in-memory
+ * effect is already applied when it is queued) or a <em>barrier</em> (a cursor reset, whose state
+ * change is deferred until its own write is durable). The rules:
+ * <ul>
+ *   <li>a run of acks is flushed as one write; flushing never coalesces across a barrier;</li>
+ *   <li>a barrier is written alone, only when no other write is in flight, and nothing queued after
+ *       it is written before it completes;</li>
+ *   <li>an ack whose state an in-flight write already holds completes with that write
+ *       ({@link #attachToCoveringWrite}); one that it does not hold waits for the in-flight writes
+ *       to drain ({@link #deferUntilWritesDrain}) instead of completing unwritten.</li>
+ * </ul>
+ *
+ * <p>Not thread-safe: every method is called with the monitor of the queue's deque held, the
+ * cursor's {@code pendingMarkDeleteOps}, which stays the storage so that code and tests reading
+ * that field see the queued operations. No method runs a callback.
+ *
+ * @param <E> the operation type (the cursor's {@code MarkDeleteEntry})
+ */
+final class MarkDeleteQueue<E> {
+
+    /** One write to hand to the cursor ledger: a run of acks, or one barrier. */
+    static final class Batch<E> {
+        final List<E> ops;
+        final boolean barrier;
+
+        Batch(List<E> ops, boolean barrier) {
+            this.ops = ops;
+            this.barrier = barrier;
+        }
+
+        E last() {
+            return ops.get(ops.size() - 1);
+        }
+    }
+
+    /** A write that was issued and has not completed, with what it holds. */
+    private static final class InFlightWrite<E> {
+        final E write;
+        final Position position;
+        final long coveredSeq;
+        List<E> waiters;
+
+        InFlightWrite(E write, Position position, long coveredSeq) {
+            this.write = write;
+            this.position = position;
+            this.coveredSeq = coveredSeq;
+        }
+    }
+
+    private final Deque<E> ops;
+    private final Predicate<E> isBarrier;
+    private final Deque<InFlightWrite<E>> inFlight = new ArrayDeque<>();
+    private final List<Runnable> afterBarrier = new ArrayList<>();
+    private boolean barrierInFlight;
+    private boolean headWaitsForWrites;
+
+    MarkDeleteQueue(Deque<E> ops, Predicate<E> isBarrier) {
+        this.ops = ops;
+        this.isBarrier = isBarrier;
+    }
+
+    void add(E op) {
+        ops.addLast(op);
+    }
+
+    boolean isEmpty() {
+        return ops.isEmpty();
+    }
+
+    int size() {
+        return ops.size();
+    }
+
+    /** A barrier is queued or its write is in flight: operations now wait behind it. */
+    boolean isBarrierPending() {
+        if (barrierInFlight) {
+            return true;
+        }
+        for (E op : ops) {
+            if (isBarrier.test(op)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    boolean isBarrierInFlight() {
+        return barrierInFlight;
+    }
+
+    /**
+     * The next write, removed from the queue, or {@code null} when the head has to wait: for the
+     * barrier in flight to complete, or, for a barrier or a deferred ack, for the writes in flight to
+     * drain. Acks are taken up to the next barrier.
+     */
+    Batch<E> next(int writesInFlight) {
+        if (barrierInFlight || ops.isEmpty()) {
+            return null;
+        }
+        E head = ops.peekFirst();
+        if (isBarrier.test(head)) {
+            if (writesInFlight > 0) {
+                return null;
+            }
+            ops.pollFirst();
+            barrierInFlight = true;
+            headWaitsForWrites = false;
+            return new Batch<>(Collections.singletonList(head), true);
+        }
+        if (headWaitsForWrites && writesInFlight > 0) {
+            return null;
+        }
+        headWaitsForWrites = false;
+        List<E> run = new ArrayList<>();
+        while (!ops.isEmpty() && !isBarrier.test(ops.peekFirst())) {
+            run.add(ops.pollFirst());
+        }
+        return new Batch<>(run, false);
+    }
+
+    /** Puts an ack back at the head, to be written once the writes now in flight have completed. */
+    void deferUntilWritesDrain(E op) {
+        ops.addFirst(op);
+        headWaitsForWrites = true;
+    }
+
+    /** Records an issued write and the operations whose state it holds (sequence numbers up to coveredSeq). */
+    void writeStarted(E write, Position position, long coveredSeq) {
+        inFlight.addLast(new InFlightWrite<>(write, position, coveredSeq));
+    }
+
+    /**
+     * Attaches {@code op} to an in-flight write that holds its state, if there is one: a write of a
+     * position at or after the operation's, issued after the operation was applied.
+     */
+    boolean attachToCoveringWrite(E op, Position position, long seq) {
+        Iterator<InFlightWrite<E>> it = inFlight.descendingIterator();
+        while (it.hasNext()) {
+            InFlightWrite<E> w = it.next();
+            if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0) {
+                if (w.waiters == null) {
+                    w.waiters = new ArrayList<>();
+                }
+                w.waiters.add(op);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Forgets a completed write (durable or failed) and returns the operations attached to it, whose
+     * outcome is the write's. When the write was the barrier's, releases what waited for it.
+     */
+    List<E> writeFinished(E write, boolean wasBarrier, List<Runnable> afterBarrierOut) {
+        List<E> waiters = Collections.emptyList();
+        for (Iterator<InFlightWrite<E>> it = inFlight.iterator(); it.hasNext(); ) {
+            InFlightWrite<E> w = it.next();
+            if (w.write == write) {
+                it.remove();
+                if (w.waiters != null) {
+                    waiters = w.waiters;
+                }
+                break;
+            }
+        }
+        if (wasBarrier && barrierInFlight) {
+            barrierInFlight = false;
+            afterBarrierOut.addAll(afterBarrier);
+            afterBarrier.clear();
+        }
+        return waiters;
+    }
+
+    /** Runs {@code action} (outside the monitor, by the caller) once the barrier in flight completes. */
+    void runAfterBarrier(Runnable action) {
+        afterBarrier.add(action);
+    }
+
+    /** Removes and returns every queued operation, in order (close, unrecoverable failure). */
+    List<E> drain() {
+        List<E> all = new ArrayList<>(ops);
+        ops.clear();
+        headWaitsForWrites = false;
+        return all;
+    }
+}
