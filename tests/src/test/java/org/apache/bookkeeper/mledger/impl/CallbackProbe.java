@@ -18,6 +18,7 @@
  */
 package org.apache.bookkeeper.mledger.impl;
 
+import java.lang.reflect.Field;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -33,10 +34,23 @@ import org.apache.bookkeeper.mledger.ManagedLedgerException;
  */
 final class CallbackProbe {
     private final ManagedCursorImpl cursor;
+    private final ReentrantReadWriteLock cursorLock;
     final List<String> violations = new CopyOnWriteArrayList<>();
 
     CallbackProbe(ManagedCursorImpl cursor) {
         this.cursor = cursor;
+        this.cursorLock = cursorLock(cursor);
+    }
+
+    // The field is protected from 4.2 on and private on 4.0.
+    private static ReentrantReadWriteLock cursorLock(ManagedCursorImpl cursor) {
+        try {
+            Field f = ManagedCursorImpl.class.getDeclaredField("lock");
+            f.setAccessible(true);
+            return (ReentrantReadWriteLock) f.get(cursor);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** One operation's callback: its outcome future and its call count. */
@@ -56,8 +70,7 @@ final class CallbackProbe {
             if (Thread.holdsLock(cursor.pendingMarkDeleteOps)) {
                 violations.add(name + " fired while holding the pendingMarkDeleteOps monitor");
             }
-            ReentrantReadWriteLock lock = (ReentrantReadWriteLock) cursor.lock;
-            if (lock.isWriteLockedByCurrentThread() || lock.getReadHoldCount() > 0) {
+            if (cursorLock.isWriteLockedByCurrentThread() || cursorLock.getReadHoldCount() > 0) {
                 violations.add(name + " fired while holding the cursor lock");
             }
             if (failure == null) {
