@@ -150,9 +150,14 @@ final class MarkDeleteQueue<E> {
         return new Batch<>(run, false);
     }
 
-    /** Puts an ack back at the head, to be written once the writes now in flight have completed. */
-    void deferUntilWritesDrain(E op) {
-        ops.addFirst(op);
+    /**
+     * Puts acks back at the head, in their order, to be written once the writes now in flight have
+     * completed. A group is put back as its members, so that a later batch regroups them all.
+     */
+    void deferUntilWritesDrain(List<E> acks) {
+        for (int i = acks.size() - 1; i >= 0; i--) {
+            ops.addFirst(acks.get(i));
+        }
         headWaitsForWrites = true;
     }
 

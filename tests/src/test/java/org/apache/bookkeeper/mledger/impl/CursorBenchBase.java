@@ -95,6 +95,13 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
         return (int) f.get(cursor);
     }
 
+    /** Cursor-ledger (or metadata-store) writes issued and not completed. */
+    protected static int writesInFlight(ManagedCursorImpl cursor) throws Exception {
+        Field f = ManagedCursorImpl.class.getDeclaredField("pendingMarkDeletedSubmittedCount");
+        f.setAccessible(true);
+        return (int) f.get(cursor);
+    }
+
     protected static int queued(ManagedCursorImpl cursor) {
         synchronized (cursor.pendingMarkDeleteOps) {
             return cursor.pendingMarkDeleteOps.size();
