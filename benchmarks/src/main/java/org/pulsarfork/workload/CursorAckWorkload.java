@@ -1,0 +1,172 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.pulsarfork.workload;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.client.PulsarMockBookKeeper;
+import org.apache.bookkeeper.common.util.OrderedScheduler;
+import org.apache.bookkeeper.mledger.AsyncCallbacks;
+import org.apache.bookkeeper.mledger.Entry;
+import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.ManagedLedger;
+import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.bookkeeper.mledger.impl.ManagedLedgerFactoryImpl;
+import org.apache.pulsar.metadata.api.MetadataStoreConfig;
+import org.apache.pulsar.metadata.api.extended.MetadataStoreExtended;
+
+/**
+ * One cursor on upstream's mock BookKeeper, acking a batch of entries. Loaded once per jar under test
+ * in its own class loader, so it links against that jar's managed-ledger classes. Called by
+ * reflection from the JMH benchmark (only JDK types cross the class-loader boundary).
+ */
+public class CursorAckWorkload {
+    private final OrderedScheduler executor;
+    private final PulsarMockBookKeeper bkc;
+    private final MetadataStoreExtended store;
+    private final ManagedLedgerFactoryImpl factory;
+    private final boolean individual;
+    private final boolean readInFlight;
+    private final int batch;
+    private int round;
+    private ManagedLedger ledger;
+    private ManagedCursor cursor;
+    private List<Position> positions;
+
+    public CursorAckWorkload(String kind, boolean readInFlight, int batch) throws Exception {
+        this.individual = "individual".equals(kind);
+        this.readInFlight = readInFlight;
+        this.batch = batch;
+        this.executor = OrderedScheduler.newSchedulerBuilder().numThreads(2).name("bench").build();
+        this.bkc = new PulsarMockBookKeeper(executor);
+        this.store = MetadataStoreExtended.create("memory:local", MetadataStoreConfig.builder().build());
+        this.factory = new ManagedLedgerFactoryImpl(store, bkc);
+    }
+
+    /** A fresh ledger with {@code batch} entries and a cursor at the start. */
+    public void prepare() throws Exception {
+        if (ledger != null) {
+            ledger.close();
+        }
+        ledger = factory.open("bench-" + round++, new ManagedLedgerConfig().setMaxEntriesPerLedger(batch + 1));
+        cursor = ledger.openCursor("c");
+        positions = new ArrayList<>(batch);
+        byte[] payload = new byte[16];
+        for (int i = 0; i < batch; i++) {
+            positions.add(ledger.addEntry(payload));
+        }
+        cursor.setInactive();
+    }
+
+    /** Acks every entry (asynchronously, waiting for all callbacks); returns the cursor-ledger writes it took. */
+    public long ackAll() throws Exception {
+        long writesBefore = cursor.getStats().getPersistLedgerSucceed();
+        CompletableFuture<Void> release = null;
+        if (readInFlight) {
+            release = holdOneRead();
+        }
+        CountDownLatch done = new CountDownLatch(batch);
+        AsyncCallbacks.DeleteCallback deleteCallback = new AsyncCallbacks.DeleteCallback() {
+            @Override
+            public void deleteComplete(Object ctx) {
+                done.countDown();
+            }
+
+            @Override
+            public void deleteFailed(ManagedLedgerException exception, Object ctx) {
+                done.countDown();
+            }
+        };
+        AsyncCallbacks.MarkDeleteCallback markDeleteCallback = new AsyncCallbacks.MarkDeleteCallback() {
+            @Override
+            public void markDeleteComplete(Object ctx) {
+                done.countDown();
+            }
+
+            @Override
+            public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+                done.countDown();
+            }
+        };
+        // Individual acks in an order that leaves holes for a while, as consumers on shared
+        // subscriptions do: odd positions first, then even ones.
+        for (int pass = 1; pass >= 0; pass--) {
+            for (int i = pass; i < batch; i += 2) {
+                if (individual) {
+                    cursor.asyncDelete(positions.get(i), deleteCallback, null);
+                } else if (pass == 0) {
+                    cursor.asyncMarkDelete(positions.get(i), markDeleteCallback, null);
+                } else {
+                    done.countDown();
+                }
+            }
+        }
+        if (release != null) {
+            release.complete(null);
+        }
+        if (!done.await(60, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("acks did not complete");
+        }
+        return cursor.getStats().getPersistLedgerSucceed() - writesBefore;
+    }
+
+    private CompletableFuture<Void> holdOneRead() throws Exception {
+        CompletableFuture<Void> release = new CompletableFuture<>();
+        bkc.setReadHandleInterceptor((ledgerId, first, last, entries) -> release.thenApply(v -> entries));
+        ManagedCursor reader = cursor;
+        reader.asyncReadEntries(1, new AsyncCallbacks.ReadEntriesCallback() {
+            @Override
+            public void readEntriesComplete(List<Entry> entries, Object ctx) {
+                entries.forEach(Entry::release);
+            }
+
+            @Override
+            public void readEntriesFailed(ManagedLedgerException exception, Object ctx) {
+            }
+        }, null, PositionFactory.LATEST);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (reader.getStats() != null && pendingReads() == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("read not pending");
+            }
+            Thread.onSpinWait();
+        }
+        bkc.setReadHandleInterceptor(null);
+        return release;
+    }
+
+    private int pendingReads() throws Exception {
+        java.lang.reflect.Field f = cursor.getClass().getDeclaredField("pendingReadOps");
+        f.setAccessible(true);
+        return (int) f.get(cursor);
+    }
+
+    public void close() throws Exception {
+        factory.shutdown();
+        store.close();
+        bkc.shutdown();
+        executor.shutdownNow();
+    }
+}
