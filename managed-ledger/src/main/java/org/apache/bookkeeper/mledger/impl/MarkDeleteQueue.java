@@ -99,23 +99,6 @@ final class MarkDeleteQueue<E> {
         return ops.isEmpty();
     }
 
-    int size() {
-        return ops.size();
-    }
-
-    /** A barrier is queued or its write is in flight: operations now wait behind it. */
-    boolean isBarrierPending() {
-        if (barrierInFlight) {
-            return true;
-        }
-        for (E op : ops) {
-            if (isBarrier.test(op)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     boolean isBarrierInFlight() {
         return barrierInFlight;
     }

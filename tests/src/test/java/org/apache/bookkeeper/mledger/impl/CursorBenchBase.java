@@ -108,6 +108,43 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
         }
     }
 
+    /**
+     * The common starting point: entries p[0..9], cursor c1 with its mark-delete at p4, and a probe
+     * with an "ack" and a "reset" outcome. With {@code withoutCursorLedger}, the cursor is the one a
+     * crash recovers, which has no writable cursor ledger yet (NoLedger).
+     */
+    protected final class Scenario {
+        final String name;
+        final ManagedLedger ledger;
+        final ManagedCursorImpl cursor;
+        final List<Position> p;
+        final CallbackProbe probe;
+        final CallbackProbe.Outcome ack;
+        final CallbackProbe.Outcome reset;
+
+        Scenario(String name, boolean withoutCursorLedger) throws Exception {
+            this.name = name;
+            ManagedLedger opened = factory.open(name, config());
+            ManagedCursorImpl first = (ManagedCursorImpl) opened.openCursor("c1");
+            this.p = openWithEntries(opened, first, 10);
+            first.markDelete(p.get(4));
+            this.cursor = withoutCursorLedger ? crashAndRecover(name, "c1") : first;
+            this.ledger = cursor.getManagedLedger();
+            this.probe = new CallbackProbe(cursor);
+            this.ack = probe.newOutcome("ack");
+            this.reset = probe.newOutcome("reset");
+        }
+
+        /** The mark-delete position a reset to p0 sets. */
+        Position beforeFirst() {
+            return ledger.getPreviousPosition(p.get(0));
+        }
+
+        ManagedCursorImpl crash() throws Exception {
+            return crashAndRecover(name, "c1");
+        }
+    }
+
     /** Recovers the cursor as a broker restarted after a crash would: nothing was closed. */
     protected ManagedCursorImpl crashAndRecover(String ledgerName, String cursorName) throws Exception {
         ManagedLedgerFactoryImpl recovered = new ManagedLedgerFactoryImpl(metadataStore, bkc);

@@ -28,7 +28,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.bookkeeper.client.AddEntryGate;
 import org.apache.bookkeeper.client.BKException;
-import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.pulsar.metadata.api.MetadataStoreException;
 import org.apache.pulsar.metadata.impl.FaultInjectionMetadataStore;
@@ -47,31 +46,22 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void backwardResetIsNotSkippedAfterAnAckReArmsThePersistedPosition() throws Exception {
-        ManagedLedger ledger = factory.open("reset-rearm", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-
+        Scenario s = new Scenario("reset-rearm", false);
         CompletableFuture<Void> ackWrite = AddEntryGate.holdNextAdd(bkc);
-        cursor.asyncDelete(p.get(5), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> writesInFlight(cursor) == 1);
-        CompletableFuture<Void> read = holdOneRead(cursor);
-        cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> queued(cursor) == 1);
+        s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> writesInFlight(s.cursor) == 1);
+        CompletableFuture<Void> read = holdOneRead(s.cursor);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
         ackWrite.complete(null);
-        ack.future.get();
+        s.ack.future.get();
         read.complete(null);
 
-        reset.future.get();
-        Position expected = ledger.getPreviousPosition(p.get(0));
-        assertEquals(cursor.getReadPosition(), p.get(0));
-        assertEquals(cursor.getMarkDeletedPosition(), expected);
-        assertEquals(probe.violations, List.of());
-        ManagedCursorImpl recovered = crashAndRecover("reset-rearm", "c1");
-        assertEquals(recovered.getMarkDeletedPosition(), expected, "the reset reported done must be durable");
+        s.reset.future.get();
+        assertEquals(s.cursor.getReadPosition(), s.p.get(0));
+        assertEquals(s.cursor.getMarkDeletedPosition(), s.beforeFirst());
+        assertEquals(s.probe.violations, List.of());
+        assertEquals(s.crash().getMarkDeletedPosition(), s.beforeFirst(), "the reset reported done must be durable");
     }
 
     /**
@@ -80,32 +70,25 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void ackQueuedWhileResetWriteIsInFlightFiresOnce() throws Exception {
-        ManagedLedger ledger = factory.open("ack-behind-reset", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-
+        Scenario s = new Scenario("ack-behind-reset", false);
         CompletableFuture<Void> resetWrite = AddEntryGate.holdNextAdd(bkc);
-        cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> writesInFlight(cursor) == 1);
-        CompletableFuture<Void> read = holdOneRead(cursor);
-        cursor.asyncDelete(p.get(7), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> queued(cursor) == 1);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> writesInFlight(s.cursor) == 1);
+        CompletableFuture<Void> read = holdOneRead(s.cursor);
+        s.cursor.asyncDelete(s.p.get(7), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
         resetWrite.complete(null);
-        reset.future.get();
+        s.reset.future.get();
         read.complete(null);
 
-        await().atMost(WAIT).until(() -> ack.future.isDone());
-        assertTrue(ack.succeeded(), "ordered before the reset, superseded by its durable write");
-        assertFalse(cursor.isMessageDeleted(p.get(7)), "reset wins");
-        assertEquals(probe.violations, List.of());
-        ManagedCursorImpl recovered = crashAndRecover("ack-behind-reset", "c1");
-        assertEquals(recovered.getMarkDeletedPosition(), ledger.getPreviousPosition(p.get(0)));
-        assertFalse(recovered.isMessageDeleted(p.get(7)));
-        assertEquals(ack.calls.get(), 1);
+        await().atMost(WAIT).until(() -> s.ack.future.isDone());
+        assertTrue(s.ack.succeeded(), "ordered before the reset, superseded by its durable write");
+        assertFalse(s.cursor.isMessageDeleted(s.p.get(7)), "reset wins");
+        assertEquals(s.probe.violations, List.of());
+        ManagedCursorImpl recovered = s.crash();
+        assertEquals(recovered.getMarkDeletedPosition(), s.beforeFirst());
+        assertFalse(recovered.isMessageDeleted(s.p.get(7)));
+        assertEquals(s.ack.calls.get(), 1);
     }
 
     /**
@@ -114,37 +97,25 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
      */
     @Test(timeOut = 60_000)
     public void failedResetWriteChangesNothingAndSettlesTheAckBehindIt() throws Exception {
-        ManagedLedger ledger = factory.open("reset-write-fails", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        Position readBefore = cursor.getReadPosition();
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-
-        CompletableFuture<Void> read = holdOneRead(cursor);
-        cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> queued(cursor) == 1);
-        cursor.asyncDelete(p.get(5), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> queued(cursor) == 2);
+        Scenario s = new Scenario("reset-write-fails", false);
+        CompletableFuture<Void> read = holdOneRead(s.cursor);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+        s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 2);
         bkc.addEntryFailAfter(0, BKException.Code.NotEnoughBookiesException);
-        AtomicBoolean metadataFailureUsed = new AtomicBoolean();
-        metadataStore.failConditional(new MetadataStoreException.BadVersionException("test: cursor write fails"),
-                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/c1")
-                        && metadataFailureUsed.compareAndSet(false, true));
+        failNextCursorUpdate("test: cursor write fails");
         read.complete(null);
 
-        await().atMost(WAIT).until(() -> reset.future.isDone() && ack.future.isDone());
-        assertFalse(reset.succeeded(), "nothing persisted the reset");
-        assertEquals(cursor.getReadPosition().compareTo(p.get(0)) > 0, true, "the reset changed nothing");
-        assertTrue(readBefore.compareTo(p.get(0)) > 0);
-        assertEquals(probe.violations, List.of());
-        Position recovered = crashAndRecover("reset-write-fails", "c1").getMarkDeletedPosition();
-        if (ack.succeeded()) {
-            assertTrue(recovered.compareTo(p.get(5)) >= 0, "an ack reported durable is recovered: " + recovered);
+        await().atMost(WAIT).until(() -> s.reset.future.isDone() && s.ack.future.isDone());
+        assertFalse(s.reset.succeeded(), "nothing persisted the reset");
+        assertTrue(s.cursor.getReadPosition().compareTo(s.p.get(0)) > 0, "the reset changed nothing");
+        assertEquals(s.probe.violations, List.of());
+        Position recovered = s.crash().getMarkDeletedPosition();
+        if (s.ack.succeeded()) {
+            assertTrue(recovered.compareTo(s.p.get(5)) >= 0, "an ack reported durable is recovered: " + recovered);
         } else {
-            assertTrue(recovered.compareTo(p.get(0)) >= 0, "a failed reset is never recovered: " + recovered);
+            assertTrue(recovered.compareTo(s.p.get(0)) >= 0, "a failed reset is never recovered: " + recovered);
         }
     }
 
@@ -154,33 +125,22 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void metadataErrorOnCursorLedgerCreationFailsQueuedOperationsOffTheMonitor() throws Exception {
-        ManagedLedger ledger = factory.open("create-fails", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        ManagedCursorImpl recovering = crashAndRecover("create-fails", "c1");
-        CallbackProbe probe = new CallbackProbe(recovering);
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-
+        Scenario s = new Scenario("create-fails", true);
         CompletableFuture<Void> createGate = bkc.promiseAfter(0);
-        recovering.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> queued(recovering) == 1);
-        recovering.asyncDelete(p.get(5), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> queued(recovering) == 2);
-        AtomicBoolean used = new AtomicBoolean();
-        metadataStore.failConditional(new MetadataStoreException.BadVersionException("test: cursor update fails"),
-                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/c1")
-                        && used.compareAndSet(false, true));
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+        s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 2);
+        failNextCursorUpdate("test: cursor update fails");
         createGate.complete(null);
 
-        await().atMost(WAIT).until(() -> reset.future.isDone() && ack.future.isDone());
-        assertFalse(reset.succeeded());
-        assertEquals(probe.violations, List.of());
-        assertEquals(reset.calls.get(), 1);
-        assertEquals(ack.calls.get(), 1);
-        Position recovered = crashAndRecover("create-fails", "c1").getMarkDeletedPosition();
-        assertTrue(recovered.compareTo(p.get(0)) >= 0, "the failed reset is not recovered: " + recovered);
+        await().atMost(WAIT).until(() -> s.reset.future.isDone() && s.ack.future.isDone());
+        assertFalse(s.reset.succeeded());
+        assertEquals(s.probe.violations, List.of());
+        assertEquals(s.reset.calls.get(), 1);
+        assertEquals(s.ack.calls.get(), 1);
+        Position recovered = s.crash().getMarkDeletedPosition();
+        assertTrue(recovered.compareTo(s.p.get(0)) >= 0, "the failed reset is not recovered: " + recovered);
     }
 
     /**
@@ -189,27 +149,27 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void closeFiresEveryQueuedCallbackOnce() throws Exception {
-        ManagedLedger ledger = factory.open("close-queued", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-
-        CompletableFuture<Void> read = holdOneRead(cursor);
-        cursor.asyncDelete(p.get(5), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> queued(cursor) == 1);
-        cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> queued(cursor) == 2);
-        cursor.close();
+        Scenario s = new Scenario("close-queued", false);
+        CompletableFuture<Void> read = holdOneRead(s.cursor);
+        s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 2);
+        s.cursor.close();
         read.complete(null);
 
-        await().atMost(WAIT).until(() -> reset.future.isDone() && ack.future.isDone());
-        assertFalse(reset.succeeded(), "the cursor closed before the reset was persisted");
-        assertTrue(ack.succeeded(), "the close persisted the ack's state");
-        assertEquals(probe.violations, List.of());
-        ManagedCursorImpl recovered = crashAndRecover("close-queued", "c1");
-        assertEquals(recovered.getMarkDeletedPosition(), p.get(5));
+        await().atMost(WAIT).until(() -> s.reset.future.isDone() && s.ack.future.isDone());
+        assertFalse(s.reset.succeeded(), "the cursor closed before the reset was persisted");
+        assertTrue(s.ack.succeeded(), "the close persisted the ack's state");
+        assertEquals(s.probe.violations, List.of());
+        assertEquals(s.crash().getMarkDeletedPosition(), s.p.get(5));
+    }
+
+    // Fails the next metadata-store update of cursor c1's position, once.
+    private void failNextCursorUpdate(String message) {
+        AtomicBoolean used = new AtomicBoolean();
+        metadataStore.failConditional(new MetadataStoreException.BadVersionException(message),
+                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/c1")
+                        && used.compareAndSet(false, true));
     }
 }

@@ -25,8 +25,6 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.apache.bookkeeper.mledger.ManagedLedger;
-import org.apache.bookkeeper.mledger.Position;
 import org.testng.annotations.Test;
 
 /**
@@ -48,82 +46,56 @@ public class CursorResetRaceBenchTest extends CursorBenchBase {
     }
 
     private void raceResetAndAckBehindHeldRead(String name, boolean resetFirst) throws Exception {
-        ManagedLedger ledger = factory.open(name, config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(4));
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-
-        CompletableFuture<Void> release = holdOneRead(cursor);
+        Scenario s = new Scenario(name, false);
+        CompletableFuture<Void> release = holdOneRead(s.cursor);
         if (resetFirst) {
-            cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-            await().atMost(WAIT).until(() -> queued(cursor) == 1);
-            cursor.asyncDelete(p.get(5), probe.delete(ack), null);
+            s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+            await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+            s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
         } else {
-            cursor.asyncDelete(p.get(5), probe.delete(ack), null);
-            await().atMost(WAIT).until(() -> queued(cursor) == 1);
-            cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
+            s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+            await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+            s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
         }
-        await().atMost(WAIT).until(() -> queued(cursor) == 2);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 2);
         release.complete(null);
 
-        reset.future.get();
-        await().atMost(WAIT).until(() -> ack.future.isDone());
-        assertTrue(ack.succeeded(), "the ack is ordered before the reset and superseded by it");
-        Position expectedMarkDelete = ledger.getPreviousPosition(p.get(0));
-        assertResetState(cursor, p, expectedMarkDelete);
-        assertEquals(probe.violations, List.of());
-
-        ManagedCursorImpl recovered = crashAndRecover(name, "c1");
-        assertEquals(recovered.getMarkDeletedPosition(), expectedMarkDelete,
-                "recovery after a crash must reproduce the reset that was reported durable");
-        assertFalse(recovered.isMessageDeleted(p.get(5)));
-        assertEquals(reset.calls.get(), 1);
-        assertEquals(ack.calls.get(), 1);
+        s.reset.future.get();
+        await().atMost(WAIT).until(() -> s.ack.future.isDone());
+        assertTrue(s.ack.succeeded(), "the ack is ordered before the reset and superseded by it");
+        assertResetStateSurvivesACrash(s);
     }
 
     /**
-     * Same race with no read in flight: a new cursor has no cursor ledger yet, so both operations
-     * queue while its creation is held (NoLedger, then SwitchingLedger).
+     * Same race with no read in flight: the cursor a crash recovers has no cursor ledger yet, so both
+     * operations queue while its creation is held (NoLedger, then SwitchingLedger).
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void resetQueuedBeforeAckWhileCursorLedgerIsCreated() throws Exception {
-        ManagedLedger ledger = factory.open("reset-no-ledger", config());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.delete(List.of(p.get(0), p.get(1), p.get(2), p.get(3), p.get(4)));
-        assertEquals(cursor.getMarkDeletedPosition(), p.get(4));
-        // Recovery from the metadata store leaves an existing cursor without a writable ledger.
-        cursor = crashAndRecover("reset-no-ledger", "c1");
-        ledger = cursor.getManagedLedger();
-        ManagedCursorImpl recovering = cursor;
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome reset = probe.newOutcome("reset");
-        CallbackProbe.Outcome ack = probe.newOutcome("ack");
-
+        Scenario s = new Scenario("reset-no-ledger", true);
         CompletableFuture<Void> createGate = bkc.promiseAfter(0);
-        cursor.asyncResetCursor(p.get(0), false, probe.reset(reset));
-        await().atMost(WAIT).until(() -> queued(recovering) == 1);
-        cursor.asyncDelete(p.get(5), probe.delete(ack), null);
-        await().atMost(WAIT).until(() -> queued(recovering) == 2);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 1);
+        s.cursor.asyncDelete(s.p.get(5), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(() -> queued(s.cursor) == 2);
         createGate.complete(null);
 
-        reset.future.get();
-        await().atMost(WAIT).until(() -> ack.future.isDone());
-        Position expectedMarkDelete = ledger.getPreviousPosition(p.get(0));
-        assertResetState(cursor, p, expectedMarkDelete);
-        assertEquals(probe.violations, List.of());
-
-        ManagedCursorImpl recovered = crashAndRecover("reset-no-ledger", "c1");
-        assertEquals(recovered.getMarkDeletedPosition(), expectedMarkDelete);
-        assertFalse(recovered.isMessageDeleted(p.get(5)));
+        s.reset.future.get();
+        await().atMost(WAIT).until(() -> s.ack.future.isDone());
+        assertResetStateSurvivesACrash(s);
     }
 
-    private static void assertResetState(ManagedCursorImpl cursor, List<Position> p, Position markDelete) {
-        assertEquals(cursor.getReadPosition(), p.get(0), "the reset's read position");
-        assertEquals(cursor.getMarkDeletedPosition(), markDelete, "the reset's mark-delete position");
-        assertFalse(cursor.isMessageDeleted(p.get(5)), "reset wins over the ack queued before it took effect");
+    private void assertResetStateSurvivesACrash(Scenario s) throws Exception {
+        assertEquals(s.cursor.getReadPosition(), s.p.get(0), "the reset's read position");
+        assertEquals(s.cursor.getMarkDeletedPosition(), s.beforeFirst(), "the reset's mark-delete position");
+        assertFalse(s.cursor.isMessageDeleted(s.p.get(5)), "reset wins over the ack queued before it took effect");
+        assertEquals(s.probe.violations, List.of());
+
+        ManagedCursorImpl recovered = s.crash();
+        assertEquals(recovered.getMarkDeletedPosition(), s.beforeFirst(),
+                "recovery after a crash must reproduce the reset that was reported durable");
+        assertFalse(recovered.isMessageDeleted(s.p.get(5)));
+        assertEquals(s.reset.calls.get(), 1);
+        assertEquals(s.ack.calls.get(), 1);
     }
 }
