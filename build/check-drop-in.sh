@@ -32,6 +32,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unzip -Z1 "$upstream" | grep -v '/$' | sort > "$tmp/upstream"
 unzip -Z1 "$jar" | grep -v '/$' | sort > "$tmp/ours"
+mkdir -p "$classes"
 (cd "$classes" && find . -type f | sed 's#^\./##' | sort) > "$tmp/compiled"
 
 # Ant patterns (X.class, X$*.class) to an anchored regular expression.
