@@ -46,52 +46,52 @@ import org.apache.bookkeeper.mledger.Position;
  * cursor's {@code pendingMarkDeleteOps}, which stays the storage so that code and tests reading
  * that field see the queued operations. No method runs a callback.
  *
- * @param <E> the operation type (the cursor's {@code MarkDeleteEntry})
+ * @param <T> the operation type (the cursor's {@code MarkDeleteEntry})
  */
-final class MarkDeleteQueue<E> {
+final class MarkDeleteQueue<T> {
 
     /** One write to hand to the cursor ledger: a run of acks, or one barrier. */
-    static final class Batch<E> {
-        final List<E> ops;
+    static final class Batch<T> {
+        final List<T> ops;
         final boolean barrier;
 
-        Batch(List<E> ops, boolean barrier) {
+        Batch(List<T> ops, boolean barrier) {
             this.ops = ops;
             this.barrier = barrier;
         }
 
-        E last() {
+        T last() {
             return ops.get(ops.size() - 1);
         }
     }
 
     /** A write that was issued and has not completed, with what it holds. */
-    private static final class InFlightWrite<E> {
-        final E write;
+    private static final class InFlightWrite<T> {
+        final T write;
         final Position position;
         final long coveredSeq;
-        List<E> waiters;
+        List<T> waiters;
 
-        InFlightWrite(E write, Position position, long coveredSeq) {
+        InFlightWrite(T write, Position position, long coveredSeq) {
             this.write = write;
             this.position = position;
             this.coveredSeq = coveredSeq;
         }
     }
 
-    private final Deque<E> ops;
-    private final Predicate<E> isBarrier;
-    private final Deque<InFlightWrite<E>> inFlight = new ArrayDeque<>();
+    private final Deque<T> ops;
+    private final Predicate<T> isBarrier;
+    private final Deque<InFlightWrite<T>> inFlight = new ArrayDeque<>();
     private final List<Runnable> afterBarrier = new ArrayList<>();
     private boolean barrierInFlight;
     private boolean headWaitsForWrites;
 
-    MarkDeleteQueue(Deque<E> ops, Predicate<E> isBarrier) {
+    MarkDeleteQueue(Deque<T> ops, Predicate<T> isBarrier) {
         this.ops = ops;
         this.isBarrier = isBarrier;
     }
 
-    void add(E op) {
+    void add(T op) {
         ops.addLast(op);
     }
 
@@ -108,11 +108,11 @@ final class MarkDeleteQueue<E> {
      * barrier in flight to complete, or, for a barrier or a deferred ack, for the writes in flight to
      * drain. Acks are taken up to the next barrier.
      */
-    Batch<E> next(int writesInFlight) {
+    Batch<T> next(int writesInFlight) {
         if (barrierInFlight || ops.isEmpty()) {
             return null;
         }
-        E head = ops.peekFirst();
+        T head = ops.peekFirst();
         if (isBarrier.test(head)) {
             if (writesInFlight > 0) {
                 return null;
@@ -126,7 +126,7 @@ final class MarkDeleteQueue<E> {
             return null;
         }
         headWaitsForWrites = false;
-        List<E> run = new ArrayList<>();
+        List<T> run = new ArrayList<>();
         while (!ops.isEmpty() && !isBarrier.test(ops.peekFirst())) {
             run.add(ops.pollFirst());
         }
@@ -137,7 +137,7 @@ final class MarkDeleteQueue<E> {
      * Puts acks back at the head, in their order, to be written once the writes now in flight have
      * completed. A group is put back as its members, so that a later batch regroups them all.
      */
-    void deferUntilWritesDrain(List<E> acks) {
+    void deferUntilWritesDrain(List<T> acks) {
         for (int i = acks.size() - 1; i >= 0; i--) {
             ops.addFirst(acks.get(i));
         }
@@ -145,7 +145,7 @@ final class MarkDeleteQueue<E> {
     }
 
     /** Records an issued write and the operations whose state it holds (sequence numbers up to coveredSeq). */
-    void writeStarted(E write, Position position, long coveredSeq) {
+    void writeStarted(T write, Position position, long coveredSeq) {
         inFlight.addLast(new InFlightWrite<>(write, position, coveredSeq));
     }
 
@@ -153,10 +153,10 @@ final class MarkDeleteQueue<E> {
      * Attaches {@code op} to an in-flight write that holds its state, if there is one: a write of a
      * position at or after the operation's, issued after the operation was applied.
      */
-    boolean attachToCoveringWrite(E op, Position position, long seq) {
-        Iterator<InFlightWrite<E>> it = inFlight.descendingIterator();
+    boolean attachToCoveringWrite(T op, Position position, long seq) {
+        Iterator<InFlightWrite<T>> it = inFlight.descendingIterator();
         while (it.hasNext()) {
-            InFlightWrite<E> w = it.next();
+            InFlightWrite<T> w = it.next();
             if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0) {
                 if (w.waiters == null) {
                     w.waiters = new ArrayList<>();
@@ -172,10 +172,10 @@ final class MarkDeleteQueue<E> {
      * Forgets a completed write (durable or failed) and returns the operations attached to it, whose
      * outcome is the write's. When the write was the barrier's, releases what waited for it.
      */
-    List<E> writeFinished(E write, boolean wasBarrier, List<Runnable> afterBarrierOut) {
-        List<E> waiters = Collections.emptyList();
-        for (Iterator<InFlightWrite<E>> it = inFlight.iterator(); it.hasNext(); ) {
-            InFlightWrite<E> w = it.next();
+    List<T> writeFinished(T write, boolean wasBarrier, List<Runnable> afterBarrierOut) {
+        List<T> waiters = Collections.emptyList();
+        for (Iterator<InFlightWrite<T>> it = inFlight.iterator(); it.hasNext(); ) {
+            InFlightWrite<T> w = it.next();
             if (w.write == write) {
                 it.remove();
                 if (w.waiters != null) {
@@ -198,8 +198,8 @@ final class MarkDeleteQueue<E> {
     }
 
     /** Removes and returns every queued operation, in order (close, unrecoverable failure). */
-    List<E> drain() {
-        List<E> all = new ArrayList<>(ops);
+    List<T> drain() {
+        List<T> all = new ArrayList<>(ops);
         ops.clear();
         headWaitsForWrites = false;
         return all;
