@@ -144,7 +144,12 @@ public class CursorAckWorkload {
             }
         }
         if (release != null) {
+            int queued = queuedMarkDeletes();
             release.complete(null);
+            bkc.setReadHandleInterceptor(null);
+            if (queued == 0) {
+                throw new IllegalStateException("no ack queued behind the held read");
+            }
         }
         if (!done.await(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("acks did not complete");
@@ -173,8 +178,16 @@ public class CursorAckWorkload {
             }
             Thread.onSpinWait();
         }
-        bkc.setReadHandleInterceptor(null);
         return release;
+    }
+
+    private int queuedMarkDeletes() throws Exception {
+        java.lang.reflect.Field f = cursor.getClass().getDeclaredField("pendingMarkDeleteOps");
+        f.setAccessible(true);
+        java.util.Collection<?> ops = (java.util.Collection<?>) f.get(cursor);
+        synchronized (ops) {
+            return ops.size();
+        }
     }
 
     private int pendingReads() throws Exception {
