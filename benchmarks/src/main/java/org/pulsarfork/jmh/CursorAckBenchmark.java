@@ -53,8 +53,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(1)
-@Warmup(iterations = 5)
-@Measurement(iterations = 20)
+@Warmup(iterations = 20)
+@Measurement(iterations = 40)
 public class CursorAckBenchmark {
     // One measured call acks a whole batch; the ledger it acks is prepared outside the measurement.
     static final int BATCH = 2_000;
@@ -72,6 +72,8 @@ public class CursorAckBenchmark {
     private Method prepare;
     private Method ackAll;
     private Method close;
+    private Method submitNanos;
+    private Method settleNanos;
 
     /** Cursor-ledger writes and acks, per iteration. */
     @State(Scope.Thread)
@@ -79,6 +81,9 @@ public class CursorAckBenchmark {
     public static class Counters {
         public long cursorLedgerWrites;
         public long acks;
+        // Microseconds submitting the batch, and from then until every callback fired.
+        public long submitMicros;
+        public long settleMicros;
     }
 
     @Setup(Level.Trial)
@@ -99,6 +104,8 @@ public class CursorAckBenchmark {
         prepare = type.getMethod("prepare");
         ackAll = type.getMethod("ackAll");
         close = type.getMethod("close");
+        submitNanos = type.getMethod("submitNanos");
+        settleNanos = type.getMethod("settleNanos");
     }
 
     @Setup(Level.Iteration)
@@ -109,7 +116,11 @@ public class CursorAckBenchmark {
     @Benchmark
     @OperationsPerInvocation(BATCH - 1)
     public long ack(Counters counters) throws Exception {
+        long submitBefore = (long) submitNanos.invoke(workload);
+        long settleBefore = (long) settleNanos.invoke(workload);
         long writes = (long) ackAll.invoke(workload);
+        counters.submitMicros += ((long) submitNanos.invoke(workload) - submitBefore) / 1000;
+        counters.settleMicros += ((long) settleNanos.invoke(workload) - settleBefore) / 1000;
         counters.cursorLedgerWrites += writes;
         // The first entry is acked while preparing; markDelete acks every other entry.
         counters.acks += "individual".equals(kind) ? BATCH - 1 : BATCH / 2 - 1;

@@ -85,6 +85,8 @@ final class MarkDeleteQueue<T> {
     private final List<Runnable> afterBarrier = new ArrayList<>();
     private boolean barrierInFlight;
     private boolean headWaitsForWrites;
+    // Barriers in ops: with none, a run of acks is the whole queue, taken in one copy (the hot case).
+    private int barriersQueued;
 
     MarkDeleteQueue(Deque<T> ops, Predicate<T> isBarrier) {
         this.ops = ops;
@@ -92,6 +94,9 @@ final class MarkDeleteQueue<T> {
     }
 
     void add(T op) {
+        if (isBarrier.test(op)) {
+            barriersQueued++;
+        }
         ops.addLast(op);
     }
 
@@ -118,6 +123,7 @@ final class MarkDeleteQueue<T> {
                 return null;
             }
             ops.pollFirst();
+            barriersQueued--;
             barrierInFlight = true;
             headWaitsForWrites = false;
             return new Batch<>(Collections.singletonList(head), true);
@@ -126,6 +132,11 @@ final class MarkDeleteQueue<T> {
             return null;
         }
         headWaitsForWrites = false;
+        if (barriersQueued == 0) {
+            List<T> all = new ArrayList<>(ops);
+            ops.clear();
+            return new Batch<>(all, false);
+        }
         List<T> run = new ArrayList<>();
         while (!ops.isEmpty() && !isBarrier.test(ops.peekFirst())) {
             run.add(ops.pollFirst());
@@ -146,7 +157,16 @@ final class MarkDeleteQueue<T> {
 
     /** Records an issued write and the operations whose state it holds (sequence numbers up to coveredSeq). */
     void writeStarted(T write, Position position, long coveredSeq) {
-        inFlight.addLast(new InFlightWrite<>(write, position, coveredSeq));
+        writeStarted(write, position, coveredSeq, Collections.emptyList());
+    }
+
+    /** As {@link #writeStarted(Object, Position, long)}, with operations that complete with this write. */
+    void writeStarted(T write, Position position, long coveredSeq, List<T> waiters) {
+        InFlightWrite<T> w = new InFlightWrite<>(write, position, coveredSeq);
+        if (!waiters.isEmpty()) {
+            w.waiters = new ArrayList<>(waiters);
+        }
+        inFlight.addLast(w);
     }
 
     /**
@@ -202,6 +222,7 @@ final class MarkDeleteQueue<T> {
         List<T> all = new ArrayList<>(ops);
         ops.clear();
         headWaitsForWrites = false;
+        barriersQueued = 0;
         return all;
     }
 }
