@@ -58,25 +58,43 @@ final class CallbackProbe {
         final String name;
         final CompletableFuture<Void> future = new CompletableFuture<>();
         final AtomicInteger calls = new AtomicInteger();
+        // The rate limiter's "accepted, not durable" signal (ours only; upstream's interfaces lack it).
+        final CompletableFuture<Long> accepted = new CompletableFuture<>();
+        volatile long firedNanos;
 
         Outcome(String name) {
             this.name = name;
         }
 
+        void accepted() {
+            if (!accepted.complete(System.nanoTime())) {
+                violations.add(name + " accepted more than once");
+            }
+            if (future.isDone()) {
+                violations.add(name + " accepted after it completed");
+            }
+            checkNoLockHeld("accepted");
+        }
+
         void fired(Throwable failure) {
+            firedNanos = System.nanoTime();
             if (calls.incrementAndGet() > 1) {
                 violations.add(name + " fired " + calls.get() + " times");
             }
-            if (Thread.holdsLock(cursor.pendingMarkDeleteOps)) {
-                violations.add(name + " fired while holding the pendingMarkDeleteOps monitor");
-            }
-            if (cursorLock.isWriteLockedByCurrentThread() || cursorLock.getReadHoldCount() > 0) {
-                violations.add(name + " fired while holding the cursor lock");
-            }
+            checkNoLockHeld("fired");
             if (failure == null) {
                 future.complete(null);
             } else {
                 future.completeExceptionally(failure);
+            }
+        }
+
+        private void checkNoLockHeld(String what) {
+            if (Thread.holdsLock(cursor.pendingMarkDeleteOps)) {
+                violations.add(name + " " + what + " while holding the pendingMarkDeleteOps monitor");
+            }
+            if (cursorLock.isWriteLockedByCurrentThread() || cursorLock.getReadHoldCount() > 0) {
+                violations.add(name + " " + what + " while holding the cursor lock");
             }
         }
 
@@ -100,6 +118,11 @@ final class CallbackProbe {
             public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
                 outcome.fired(exception);
             }
+
+            @Override
+            public void markDeleteAccepted(Object ctx) {
+                outcome.accepted();
+            }
         };
     }
 
@@ -113,6 +136,11 @@ final class CallbackProbe {
             @Override
             public void deleteFailed(ManagedLedgerException exception, Object ctx) {
                 outcome.fired(exception);
+            }
+
+            @Override
+            public void deleteAccepted(Object ctx) {
+                outcome.accepted();
             }
         };
     }
