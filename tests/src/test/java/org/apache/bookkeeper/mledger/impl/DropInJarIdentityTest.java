@@ -46,4 +46,17 @@ public class DropInJarIdentityTest {
         assertEquals(MarkDeleteQueue.class.getProtectionDomain().getCodeSource().getLocation(), cursorJar);
         assertEquals(ManagedLedgerImpl.class.getProtectionDomain().getCodeSource().getLocation(), cursorJar);
     }
+
+    @Test(groups = FORK_ONLY)
+    public void patchedReplicationProducerComesFromTheDropInJar() throws Exception {
+        Class<?> producer = Class.forName("org.apache.pulsar.client.impl.GeoReplicationProducerImpl");
+        URL clientJar = producer.getProtectionDomain().getCodeSource().getLocation();
+        String line = System.getProperty("pulsar.line");
+        assertEquals(new File(clientJar.toURI()).getName(),
+                "org.apache.pulsar-pulsar-client-original-" + line + ".jar");
+        // Only the patched producer has this field.
+        producer.getDeclaredField("rejectedBeforeDedup");
+        assertEquals(Class.forName("org.apache.pulsar.client.impl.ProducerImpl").getProtectionDomain().getCodeSource()
+                .getLocation(), clientJar);
+    }
 }

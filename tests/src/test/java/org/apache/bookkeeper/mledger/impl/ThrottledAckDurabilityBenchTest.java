@@ -30,6 +30,7 @@ import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -224,6 +225,44 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
         assertEquals(recovered.getProperties().get(COMPACTED_LEDGER), Long.valueOf(2),
                 "the previous compacted ledger is deleted on completion: a crash must not go back to it");
         assertEquals(recovered.getMarkDeletedPosition(), t.p.get(6));
+        assertEquals(t.probe.violations, List.of());
+    }
+
+    /**
+     * "Reset wins": an ack accepted before a reset is ordered before it, so the reset's write holds it.
+     * Checks our ordering rule (upstream completes the ack at once), hence fork-only.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void aResetsWriteCompletesTheAcksAcceptedBeforeIt() throws Exception {
+        Throttled t = new Throttled("throttled-reset", "c1", NO_PERMIT_RATE, Map.of());
+        CallbackProbe.Outcome ack = t.probe.newOutcome("markDelete(p6)");
+        CallbackProbe.Outcome reset = t.probe.newOutcome("reset(p0)");
+        t.cursor.asyncMarkDelete(t.p.get(6), t.probe.markDelete(ack), null);
+        assertFalse(ack.future.isDone());
+        t.cursor.asyncResetCursor(t.p.get(0), false, t.probe.reset(reset));
+        reset.future.get(10, TimeUnit.SECONDS);
+        ack.future.get(10, TimeUnit.SECONDS);
+
+        assertEquals(t.cursor.getAcceptedNotDurableCount(), 0);
+        assertEquals(t.cursor.getReadPosition(), t.p.get(0));
+        ManagedCursorImpl recovered = t.crash();
+        assertEquals(recovered.getReadPosition(), t.p.get(0), "the reset is what a crash recovers");
+        assertEquals(t.probe.violations, List.of());
+    }
+
+    /** A throttled ack while a read is in flight: the cursor's own write queues behind the read, then holds it. */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void anAcceptedAckBecomesDurableThroughAWriteQueuedBehindARead() throws Exception {
+        Throttled t = new Throttled("throttled-read", "c1", NO_PERMIT_RATE, Map.of());
+        CallbackProbe.Outcome ack = t.probe.newOutcome("delete(p3)");
+        CompletableFuture<Void> read = holdOneRead(t.cursor);
+        t.cursor.asyncDelete(t.p.get(3), t.probe.delete(ack), null);
+        t.cursor.flush();
+        await().atMost(WAIT).until(() -> queued(t.cursor) == 1);
+        assertFalse(ack.future.isDone(), "its write waits for the read");
+        read.complete(null);
+        ack.future.get(10, TimeUnit.SECONDS);
+        assertTrue(t.crash().isMessageDeleted(t.p.get(3)));
         assertEquals(t.probe.violations, List.of());
     }
 
