@@ -18,7 +18,9 @@
  */
 package org.apache.pulsar.client.impl;
 
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -32,9 +34,13 @@ final class RejectedSourcePositions {
     private record SourcePosition(long ledgerId, long entryId) {
     }
 
+    // The replicator resends a gap it was told is unconfirmed, and the remote drops it again: the first
+    // report is immediate, each next one for the same position waits twice as long, up to a minute.
+    static final long FIRST_RETRY_DELAY_MILLIS = 100;
+    static final long MAX_RETRY_DELAY_MILLIS = 60_000;
+
     private final Set<SourcePosition> positions = new HashSet<>();
-    // Rejected positions already reported unconfirmed: the replicator retries a gap, one warning is enough.
-    private final Set<SourcePosition> reported = new HashSet<>();
+    private final Map<SourcePosition, Long> reportDelays = new HashMap<>();
 
     void add(long ledgerId, long entryId) {
         positions.add(new SourcePosition(ledgerId, entryId));
@@ -49,13 +55,17 @@ final class RejectedSourcePositions {
         if (!positions.isEmpty()) {
             SourcePosition position = new SourcePosition(ledgerId, entryId);
             positions.remove(position);
-            reported.remove(position);
+            reportDelays.remove(position);
         }
     }
 
-    /** True the first time a rejected position is reported unconfirmed. */
-    boolean firstReport(long ledgerId, long entryId) {
-        return reported.add(new SourcePosition(ledgerId, entryId));
+    /** How long to wait before reporting this position unconfirmed once more: 0 the first time. */
+    long nextReportDelayMillis(long ledgerId, long entryId) {
+        Long previous = reportDelays.get(new SourcePosition(ledgerId, entryId));
+        long delay = previous == null ? 0
+                : previous == 0 ? FIRST_RETRY_DELAY_MILLIS : Math.min(previous * 2, MAX_RETRY_DELAY_MILLIS);
+        reportDelays.put(new SourcePosition(ledgerId, entryId), delay);
+        return delay;
     }
 
     int size() {
