@@ -18,21 +18,35 @@
  */
 package org.pulsarfork.broker;
 
+import static org.apache.pulsar.broker.service.persistent.ReplicationGapHealer.GAP_PROPERTY_PREFIX;
 import static org.awaitility.Awaitility.await;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import javax.servlet.ServletRequest;
+import javax.servlet.ServletResponse;
 import org.apache.pulsar.broker.BrokerTestUtil;
+import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.ServiceConfiguration;
+import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.OneWayReplicatorTestBase;
+import org.apache.pulsar.broker.service.ServerCnx;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.common.api.proto.BaseCommand;
+import org.apache.pulsar.common.api.proto.ServerError;
+import org.apache.pulsar.common.intercept.InterceptException;
 import org.apache.pulsar.zookeeper.LocalBookkeeperEnsemble;
 import org.apache.pulsar.zookeeper.ZookeeperServerTest;
 import org.testng.annotations.AfterClass;
@@ -53,12 +67,54 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
     @BeforeClass(alwaysRun = true, timeOut = 300_000)
     public void setup() throws Exception {
         super.setup();
+        // Before the replication client's first connection to cluster 2: a connection keeps the interceptor
+        // the broker had when it was accepted.
+        pulsar2.getBrokerService().setInterceptor(new HealGate());
     }
 
     @Override
     @AfterClass(alwaysRun = true, timeOut = 300_000)
     public void cleanup() throws Exception {
+        HealGate.refuse(false);
         super.cleanup();
+    }
+
+    /** Cluster 2 refuses the gap healer's producers ({@code <replicator>.heal.<ledgerId>:<entryId>}) while asked. */
+    static final class HealGate implements BrokerInterceptor {
+        private static volatile boolean refusing;
+
+        static void refuse(boolean refuse) {
+            refusing = refuse;
+        }
+
+        @Override
+        public void onPulsarCommand(BaseCommand command, ServerCnx cnx) throws InterceptException {
+            if (refusing && command.getType() == BaseCommand.Type.PRODUCER
+                    && command.getProducer().getProducerName().contains(".heal.")) {
+                throw new InterceptException(ServerError.NotAllowedError.getValue(),
+                        "the test refuses healing producers");
+            }
+        }
+
+        @Override
+        public void onConnectionClosed(ServerCnx cnx) {
+        }
+
+        @Override
+        public void onWebserviceRequest(ServletRequest request) {
+        }
+
+        @Override
+        public void onWebserviceResponse(ServletRequest request, ServletResponse response) {
+        }
+
+        @Override
+        public void initialize(PulsarService pulsarService) {
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     @Override
@@ -99,6 +155,107 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
             assertTrue(onRemote.contains("E3") || replicationBacklog(topic) > 0,
                     "E3 left the source backlog without reaching the remote");
         }
+    }
+
+    /**
+     * The same timeline, to its end: the duplicate receipt makes ours hand E3 to the gap healer, which
+     * publishes it under a producer name of its own. While the remote's limit is in place that publish is
+     * refused too and the gap is held; the held gap's next try (10 s later) after the limit is lifted
+     * stores E3 on the remote, and only then does the source delete it. Upstream: E3 never arrives.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
+    public void aMessageTheRemoteRejectedOnceIsHealedAndTheBacklogDrains() throws Exception {
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/heal");
+        Set<String> onRemote = new HashSet<>();
+        try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+            await("E3 stored on the remote, then deleted on the source").atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.contains("E3") && replicationBacklog(topic) == 0;
+            });
+        }
+        assertEquals(GapHealerProbe.healed(pulsar1, topic, cluster2), 1, "one gap healed");
+        assertTrue(gapMarkers(topic).isEmpty(), "nothing left written down: " + gapMarkers(topic));
+    }
+
+    /**
+     * Healing fails deterministically (the remote refuses the healing producer, through {@link HealGate}):
+     * the gap is held, written on the replicator cursor and counted. Unloading the topic (the replicator
+     * and its producer start afresh, as after a broker restart) keeps it held: the new producer's duplicate
+     * receipt for E3 must not turn into a deletion. Once the cause is gone, the next start heals it.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 300_000)
+    public void aGapThatCannotBeHealedIsHeldAcrossARestartUntilTheCauseIsGone() throws Exception {
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/hold");
+        Set<String> onRemote = new HashSet<>();
+        try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
+            HealGate.refuse(true);
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+
+            await().atMost(WAIT).until(() -> GapHealerProbe.held(pulsar1, topic, cluster2) == 1);
+            Map<String, Long> markers = gapMarkers(topic);
+            assertEquals(markers.size(), 1, "stats-internal shows the held gap: " + markers);
+            assertEquals(markers.values().iterator().next(), Long.valueOf(1), "1 means held");
+
+            restartReplicator(topic);
+            await().atMost(WAIT).until(() -> GapHealerProbe.held(pulsar1, topic, cluster2) == 1);
+            receiveAvailable(remote, onRemote);
+            assertFalse(onRemote.contains("E3"));
+            assertEquals(replicationBacklog(topic), 1, "E3 is still in the replication backlog");
+            assertEquals(gapMarkers(topic), markers);
+
+            HealGate.refuse(false);
+            restartReplicator(topic);
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.contains("E3") && replicationBacklog(topic) == 0;
+            });
+            assertEquals(GapHealerProbe.healed(pulsar1, topic, cluster2), 1);
+            assertTrue(gapMarkers(topic).isEmpty(), "released: " + gapMarkers(topic));
+        }
+    }
+
+    /** The report's start: the remote refuses E3 (4 KB) by size before its dedup check, stores E4 and E5. */
+    private Consumer<String> rejectE3AndStoreE4E5(String topic, Set<String> onRemote) throws Exception {
+        admin1.topics().createNonPartitionedTopic(topic);
+        waitReplicatorStarted(topic);
+        admin2.topicPolicies().setMaxMessageSize(topic, 1024);
+        await().atMost(WAIT).until(() -> Integer.valueOf(1024).equals(admin2.topicPolicies().getMaxMessageSize(topic)));
+        Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+        try (Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                .create()) {
+            source.send("E3:" + "x".repeat(4096));
+            source.send("E4");
+            source.send("E5");
+        }
+        await().atMost(WAIT).until(() -> {
+            receiveAvailable(remote, onRemote);
+            return onRemote.contains("E4") && onRemote.contains("E5");
+        });
+        return remote;
+    }
+
+    /** Unloads the source topic and loads it again: a new replicator, a new producer, the same cursor. */
+    private void restartReplicator(String topic) throws Exception {
+        admin1.topics().unload(topic);
+        pulsar1.getBrokerService().getTopic(topic, false).get(10, TimeUnit.SECONDS);
+        waitReplicatorStarted(topic);
+    }
+
+    /** The gap markers stats-internal shows on the replicator cursor. */
+    private Map<String, Long> gapMarkers(String topic) throws Exception {
+        Map<String, Long> markers = new TreeMap<>();
+        admin1.topics().getInternalStats(topic).cursors.forEach((name, cursor) -> {
+            if (name.startsWith("pulsar.repl") && cursor.properties != null) {
+                cursor.properties.forEach((key, value) -> {
+                    if (key.startsWith(GAP_PROPERTY_PREFIX)) {
+                        markers.put(key, value);
+                    }
+                });
+            }
+        });
+        return markers;
     }
 
     private long replicationBacklog(String topic) throws Exception {
