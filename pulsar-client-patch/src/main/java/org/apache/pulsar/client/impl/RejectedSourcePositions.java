@@ -22,13 +22,16 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.WeakHashMap;
 
 /**
  * Source positions a remote cluster rejected before its deduplication check (#26113). The remote keeps one
  * high-water mark per replication producer: once later messages are stored, a resend of a rejected one is
  * dropped as a duplicate and answered {@code -1/-1}, which for these positions is not a confirmation.
  *
- * <p>Not thread-safe: the producer guards it with its own monitor.
+ * <p>One record per client, topic and producer name, shared by the producers the replicator creates one
+ * after another on that client (a producer is re-created after a disconnect, while the source entries it
+ * saw rejected are still to be resent). A new client, as after a broker restart, starts empty.
  */
 final class RejectedSourcePositions {
     private record SourcePosition(long ledgerId, long entryId) {
@@ -39,19 +42,33 @@ final class RejectedSourcePositions {
     static final long FIRST_RETRY_DELAY_MILLIS = 100;
     static final long MAX_RETRY_DELAY_MILLIS = 60_000;
 
+    // Weak keys: a closed client's records go with it.
+    private static final Map<PulsarClientImpl, Map<String, RejectedSourcePositions>> SHARED = new WeakHashMap<>();
+
     private final Set<SourcePosition> positions = new HashSet<>();
     private final Map<SourcePosition, Long> reportDelays = new HashMap<>();
 
-    void add(long ledgerId, long entryId) {
+    /** The record of the replication producers named {@code producerName} on {@code topic} of this client. */
+    static RejectedSourcePositions shared(PulsarClientImpl client, String topic, String producerName) {
+        if (client == null || producerName == null) {
+            return new RejectedSourcePositions();
+        }
+        synchronized (SHARED) {
+            return SHARED.computeIfAbsent(client, c -> new HashMap<>())
+                    .computeIfAbsent(topic + " " + producerName, name -> new RejectedSourcePositions());
+        }
+    }
+
+    synchronized void add(long ledgerId, long entryId) {
         positions.add(new SourcePosition(ledgerId, entryId));
     }
 
-    boolean contains(long ledgerId, long entryId) {
+    synchronized boolean contains(long ledgerId, long entryId) {
         return !positions.isEmpty() && positions.contains(new SourcePosition(ledgerId, entryId));
     }
 
     /** A receipt with a real target position: the remote stored it after all. */
-    void confirmed(long ledgerId, long entryId) {
+    synchronized void confirmed(long ledgerId, long entryId) {
         if (!positions.isEmpty()) {
             SourcePosition position = new SourcePosition(ledgerId, entryId);
             positions.remove(position);
@@ -60,7 +77,7 @@ final class RejectedSourcePositions {
     }
 
     /** How long to wait before reporting this position unconfirmed once more: 0 the first time. */
-    long nextReportDelayMillis(long ledgerId, long entryId) {
+    synchronized long nextReportDelayMillis(long ledgerId, long entryId) {
         Long previous = reportDelays.get(new SourcePosition(ledgerId, entryId));
         long delay = previous == null ? 0
                 : previous == 0 ? FIRST_RETRY_DELAY_MILLIS : Math.min(previous * 2, MAX_RETRY_DELAY_MILLIS);
@@ -68,7 +85,7 @@ final class RejectedSourcePositions {
         return delay;
     }
 
-    int size() {
+    synchronized int size() {
         return positions.size();
     }
 }

@@ -81,18 +81,7 @@ public class GeoReplicationUnconfirmedBenchTest {
         when(client.instrumentProvider()).thenReturn(InstrumentProvider.NOOP);
         when(client.getMemoryLimitController()).thenReturn(mock(MemoryLimitController.class));
 
-        ProducerConfigurationData conf = new ProducerConfigurationData();
-        conf.setBatchingEnabled(false);
-        conf.setSendTimeoutMs(0);
-        conf.setMaxPendingMessages(0);
-        conf.setProducerName("pulsar.repl.r1-->r2");
-        producer = new GeoReplicationProducerImpl(client, TOPIC, conf, new CompletableFuture<>(), -1,
-                Schema.BYTES, null, Optional.empty()) {
-            @Override
-            protected boolean verifyLocalBufferIsNotCorrupted(ProducerImpl.OpSendMsg op) {
-                return localBufferIntact;
-            }
-        };
+        producer = newProducer();
 
         channel = new EmbeddedChannel();
         cnx = mock(ClientCnx.class);
@@ -101,6 +90,22 @@ public class GeoReplicationUnconfirmedBenchTest {
         ChannelHandlerContext ctx = mock(ChannelHandlerContext.class);
         when(ctx.channel()).thenReturn(channel);
         when(cnx.ctx()).thenReturn(ctx);
+    }
+
+    /** The replicator's producer on this client; the replicator creates a new one after a disconnect. */
+    private GeoReplicationProducerImpl newProducer() {
+        ProducerConfigurationData conf = new ProducerConfigurationData();
+        conf.setBatchingEnabled(false);
+        conf.setSendTimeoutMs(0);
+        conf.setMaxPendingMessages(0);
+        conf.setProducerName("pulsar.repl.r1-->r2");
+        return new GeoReplicationProducerImpl(client, TOPIC, conf, new CompletableFuture<>(), -1,
+                Schema.BYTES, null, Optional.empty()) {
+            @Override
+            protected boolean verifyLocalBufferIsNotCorrupted(ProducerImpl.OpSendMsg op) {
+                return localBufferIntact;
+            }
+        };
     }
 
     @AfterMethod(alwaysRun = true)
@@ -230,6 +235,26 @@ public class GeoReplicationUnconfirmedBenchTest {
         receipt(4, 9, 0);
         receipt(5, 9, 1);
 
+        Send e3Again = send(3, 103);
+        receipt(3, -1, -1);
+        assertUnconfirmed(e3Again, 3);
+    }
+
+    /**
+     * The replicator re-creates its producer (a disconnect) after the remote rejected E3 and stored E4 and
+     * E5: the new producer's resend of E3 is answered -1/-1 and must not be a confirmation either.
+     */
+    @Test(groups = UPSTREAM_BUG)
+    public void aRecreatedProducerStillTreatsTheRejectedMessageAsUnconfirmed() {
+        Send e3 = send(3, 103);
+        send(4, 104);
+        send(5, 105);
+        producer.recoverNotAllowedError(103, "Exceed maximum message size");
+        assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        receipt(4, 9, 0);
+        receipt(5, 9, 1);
+
+        producer = newProducer();
         Send e3Again = send(3, 103);
         receipt(3, -1, -1);
         assertUnconfirmed(e3Again, 3);

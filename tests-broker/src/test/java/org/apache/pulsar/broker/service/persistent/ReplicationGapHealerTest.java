@@ -31,7 +31,12 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.Meter;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.metrics.data.LongPointData;
+import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -65,6 +70,7 @@ public class ReplicationGapHealerTest {
     private static final Position E3 = PositionFactory.create(12, 3);
     private static final String KEY = "pulsar.replication.gap.12:3";
     private static final Duration WAIT = Duration.ofSeconds(10);
+    private static final AttributeKey<String> GAP_STATE = AttributeKey.stringKey("pulsar.replication.gap.state");
 
     private final Map<String, String> properties = new ConcurrentHashMap<>();
     private ScheduledExecutorService executor;
@@ -119,9 +125,13 @@ public class ReplicationGapHealerTest {
     }
 
     private ReplicationGapHealer newHealer() {
+        return newHealer(OpenTelemetry.noop().getMeter("test"));
+    }
+
+    private ReplicationGapHealer newHealer(Meter meter) {
         return new ReplicationGapHealer("test", cursor, builder, "pulsar.repl.r1-->r2",
                 (position, data) -> CompletableFuture.completedFuture(mock(MessageImpl.class)), executor,
-                () -> false, OpenTelemetry.noop().getMeter("test"), Attributes.empty());
+                () -> false, meter, Attributes.empty());
     }
 
     @Test(groups = FORK_ONLY, timeOut = 30_000)
@@ -174,6 +184,29 @@ public class ReplicationGapHealerTest {
         pendingSend.get().sendComplete(null, null);
         await().atMost(WAIT).until(() -> healer.getHealedCount() == 1);
         assertEquals(healer.getHeldCount(), 0);
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void theGapCounterReportsHeldAndHealedGaps() throws Exception {
+        InMemoryMetricReader reader = InMemoryMetricReader.create();
+        try (SdkMeterProvider meters = SdkMeterProvider.builder().registerMetricReader(reader).build()) {
+            when(builder.createAsync()).thenReturn(CompletableFuture.failedFuture(
+                    new PulsarClientException.NotAllowedException("refused")));
+            ReplicationGapHealer healer = newHealer(meters.get("test"));
+            healer.takeOver(E3);
+            await().atMost(WAIT).until(() -> healer.getHeldCount() == 1);
+            assertEquals(gapCount(reader, "held"), 1);
+            assertEquals(gapCount(reader, "healed"), 0);
+        }
+    }
+
+    private static long gapCount(InMemoryMetricReader reader, String state) {
+        return reader.collectAllMetrics().stream()
+                .filter(metric -> metric.getName().equals(ReplicationGapHealer.GAP_COUNTER))
+                .flatMap(metric -> metric.getLongSumData().getPoints().stream())
+                .filter(point -> state.equals(point.getAttributes().get(GAP_STATE)))
+                .mapToLong(LongPointData::getValue)
+                .sum();
     }
 
     @Test(groups = FORK_ONLY)
