@@ -224,9 +224,8 @@ public class GeoReplicationUnconfirmedBenchTest {
         assertEquals(pending(), 0);
     }
 
-    /** NotAllowedError (for example a topic-level max message size on the remote), then the limit is lifted. */
-    @Test(groups = UPSTREAM_BUG)
-    public void resendOfAMessageRejectedAsNotAllowedIsUnconfirmed() {
+    /** The remote refuses E3 with NotAllowedError (a topic-level max message size) and stores E4 and E5. */
+    private void rejectE3AsNotAllowedAndStoreE4E5() {
         Send e3 = send(3, 103);
         send(4, 104);
         send(5, 105);
@@ -234,6 +233,12 @@ public class GeoReplicationUnconfirmedBenchTest {
         assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
         receipt(4, 9, 0);
         receipt(5, 9, 1);
+    }
+
+    /** NotAllowedError (for example a topic-level max message size on the remote), then the limit is lifted. */
+    @Test(groups = UPSTREAM_BUG)
+    public void resendOfAMessageRejectedAsNotAllowedIsUnconfirmed() {
+        rejectE3AsNotAllowedAndStoreE4E5();
 
         Send e3Again = send(3, 103);
         receipt(3, -1, -1);
@@ -246,13 +251,7 @@ public class GeoReplicationUnconfirmedBenchTest {
      */
     @Test(groups = UPSTREAM_BUG)
     public void aRecreatedProducerStillTreatsTheRejectedMessageAsUnconfirmed() {
-        Send e3 = send(3, 103);
-        send(4, 104);
-        send(5, 105);
-        producer.recoverNotAllowedError(103, "Exceed maximum message size");
-        assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
-        receipt(4, 9, 0);
-        receipt(5, 9, 1);
+        rejectE3AsNotAllowedAndStoreE4E5();
 
         producer = newProducer();
         Send e3Again = send(3, 103);

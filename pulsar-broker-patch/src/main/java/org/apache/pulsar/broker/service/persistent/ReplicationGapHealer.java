@@ -248,13 +248,12 @@ public class ReplicationGapHealer {
 
             @Override
             public void deleteFailed(ManagedLedgerException exception, Object ctx) {
-                // The remote has it; the entry is replicated again after a restart, under the replicator's own
-                // name, and answered as a duplicate of a message that is stored.
+                // The remote has it, the property stays: the next read of the entry (or the next start) heals
+                // it again under the same name, which the remote answers as a duplicate of what it stored,
+                // and the delete is tried again.
                 log.warn("[{}] Healed gap {} but could not delete it on the source", replicatorId, position,
                         exception);
-                gaps.remove(position);
-                heldRetryMillis.remove(position);
-                healed.increment();
+                gaps.put(position, State.TO_RETRY);
             }
         }, null);
     }
