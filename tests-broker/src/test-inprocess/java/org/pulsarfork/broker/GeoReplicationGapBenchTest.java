@@ -193,13 +193,15 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
                 return onRemote.contains("E3") && replicationBacklog(topic) == 0;
             });
         }
+        // A resend already on its way through the replicator's producer may be stored after all while the
+        // healer works on the gap: then the healer's own publish and delete finish after this point.
+        await("the healer done with E3").atMost(WAIT).until(() -> gapMarkers(topic).isEmpty());
         long healed = GapHealerProbe.healed(pulsar1, topic, cluster2);
         long held = GapHealerProbe.held(pulsar1, topic, cluster2);
         System.out.printf("[measure] %s: gaps healed %d, held on the way %d%n", pulsarLine(), healed, held);
         // Seen once on 4.0.8: the remote stored the resend of E3 after the limit was lifted, with no duplicate
         // receipt before it, so there was no gap to heal. Otherwise exactly one gap, healed.
         assertTrue(healed == 1 || (healed == 0 && held == 0), "healed " + healed + ", held " + held);
-        assertTrue(gapMarkers(topic).isEmpty(), "nothing left written down: " + gapMarkers(topic));
     }
 
     /**

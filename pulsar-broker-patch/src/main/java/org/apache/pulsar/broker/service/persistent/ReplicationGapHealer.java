@@ -76,6 +76,7 @@ public class ReplicationGapHealer {
     // A held gap waits for someone to remove the cause on the remote: retried seldom, and less and less often.
     private static final long FIRST_HELD_RETRY_MILLIS = TimeUnit.SECONDS.toMillis(10);
     private static final long MAX_HELD_RETRY_MILLIS = TimeUnit.MINUTES.toMillis(10);
+    private static final AttributeKey<String> STATE_KEY = AttributeKey.stringKey("pulsar.replication.gap.state");
 
     /** Turns a source entry into the message the replicator would send for it. */
     public interface MessagePreparer {
@@ -85,9 +86,10 @@ public class ReplicationGapHealer {
     private enum State {
         /** Written down, a heal attempt is running or scheduled. */
         HEALING,
-        /** The last attempt failed; the next one waits for the replicator to start again. */
+        /** The last attempt was refused; the next one is scheduled (back-off) or comes with a restart. */
         HELD,
-        /** Written down before this replicator started: tried again when it is read. */
+        /** Written down, no attempt running: the next read of the entry starts one (after a restart, or when
+         *  the source delete of a healed gap failed). */
         TO_RETRY
     }
 
@@ -128,8 +130,6 @@ public class ReplicationGapHealer {
                     m.record(held.sum(), heldAttributes);
                 });
     }
-
-    private static final AttributeKey<String> STATE_KEY = AttributeKey.stringKey("pulsar.replication.gap.state");
 
     /** The replication producer reported this send unconfirmed: the remote does not have the message. */
     public static boolean isUnconfirmed(Throwable exception) {
