@@ -57,6 +57,8 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
     // write can make a throttled ack durable.
     private static final double NO_PERMIT_RATE = 0.001;
     private static final String COMPACTED_LEDGER = "CompactedTopicLedger";
+    // The broker client's default operation timeout, which bounds the compactor's ack receipt.
+    private static final long COMPACTOR_TIMEOUT_SECONDS = 30;
 
     /** Entries p0..p9 on a cursor whose limiter just granted its one permit to markDelete(p1). */
     private final class Throttled {
@@ -228,6 +230,30 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
         assertEquals(t.probe.violations, List.of());
     }
 
+    /**
+     * The compactor waits for its ack (5.0 ack receipt, bounded by the broker client's 30 s operation
+     * timeout) and deletes the new compacted ledger when that wait fails. At a limiter period longer than
+     * that timeout a throttled compaction ack would land after the compactor deleted the ledger it names, so
+     * the compaction cursor is not throttled: its ack is durable after one write, whatever the rate.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void compactionCursorAckIsDurableWithinTheCompactorsTimeoutAtAnyLimiterRate() throws Exception {
+        Throttled t = new Throttled("slow-limiter-compaction", "__compaction", NO_PERMIT_RATE,
+                Map.of(COMPACTED_LEDGER, 1L));
+        CallbackProbe.Outcome ack = t.probe.newOutcome("markDelete(p6, CompactedTopicLedger=2)");
+        long start = System.nanoTime();
+        t.cursor.asyncMarkDelete(t.p.get(6), Map.of(COMPACTED_LEDGER, 2L), t.probe.markDelete(ack), null);
+        ack.future.get(COMPACTOR_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        System.out.printf("compaction ack durable after %d ms at %.3f mark-deletes/s (limiter period %d s)%n",
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), NO_PERMIT_RATE,
+                (long) (1 / NO_PERMIT_RATE));
+
+        ManagedCursor recovered = t.crash();
+        assertEquals(recovered.getProperties().get(COMPACTED_LEDGER), Long.valueOf(2),
+                "the compaction ack was reported complete: a crash must recover the compacted ledger it named");
+        assertFalse(ack.accepted.isDone(), "the compaction cursor's ack is written, not held by the limiter");
+        assertEquals(t.probe.violations, List.of());
+    }
     /**
      * "Reset wins": an ack accepted before a reset is ordered before it, so the reset's write holds it.
      * Checks our ordering rule (upstream completes the ack at once), hence fork-only.
