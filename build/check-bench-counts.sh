@@ -28,9 +28,10 @@ suite=$2
 line=$3
 status=0
 echo "==== bench counts for upstream line $line ($(basename "$(dirname "$target")")) ===="
-# A suite of "-": a module without upstream suites (tests-broker).
+# A suite of "-": tests-broker, without upstream suites and with the mixed jar set (upstream's broker
+# jar on our managed-ledger jar).
 runs="ours upstream upstream-suites"
-[ "$suite" != "-" ] || runs="ours upstream"
+[ "$suite" != "-" ] || runs="ours upstream mixed"
 for run in $runs; do
   dir=$target/bench-reports/$run
   files=$(ls "$dir"/TEST-*.xml 2>/dev/null || true)

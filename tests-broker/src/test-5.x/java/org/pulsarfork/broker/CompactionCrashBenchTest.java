@@ -118,6 +118,18 @@ public class CompactionCrashBenchTest {
                 .twoCompactionsThenCrash("persistent://fork/ns/compacted", pulsar.getLocalMetadataStore());
     }
 
+    /**
+     * At a limiter period longer than the compactor's ack timeout: on 5.0 the compactor waits for its ack,
+     * so a compaction ack held for one period would fail the compaction and leave a late write naming the
+     * ledger the compactor then deleted. Our managed-ledger writes the compaction cursor's ack at once.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 180_000)
+    public void compactionsUnderALimiterSlowerThanTheCompactorsTimeoutSurviveACrash() throws Exception {
+        CompactionCrashSteps steps = new CompactionCrashSteps(admin, client, bookKeeper);
+        steps.useSlowLimiter("fork/ns");
+        steps.twoCompactionsThenCrash("persistent://fork/ns/slow-limiter", pulsar.getLocalMetadataStore());
+    }
+
     /** A broker whose managed ledgers and compactor use the given mock BookKeeper. */
     private static final class MockBookKeeperPulsarService extends PulsarService {
         private final BookKeeper bookKeeper;

@@ -60,4 +60,17 @@ public class CompactionCrashBenchTest extends MockedPulsarServiceBaseTest {
         new CompactionCrashSteps(admin, pulsarClient, pulsarTestContext.getMockBookKeeper())
                 .twoCompactionsThenCrash("persistent://fork/ns/compacted", pulsarTestContext.getLocalMetadataStore());
     }
+
+    /**
+     * At a limiter period longer than the compactor's ack timeout: on 5.0 the compactor waits for its ack,
+     * so a compaction ack held for one period would fail the compaction and leave a late write naming the
+     * ledger the compactor then deleted. Our managed-ledger writes the compaction cursor's ack at once.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 180_000)
+    public void compactionsUnderALimiterSlowerThanTheCompactorsTimeoutSurviveACrash() throws Exception {
+        CompactionCrashSteps steps =
+                new CompactionCrashSteps(admin, pulsarClient, pulsarTestContext.getMockBookKeeper());
+        steps.useSlowLimiter("fork/ns");
+        steps.twoCompactionsThenCrash("persistent://fork/ns/slow-limiter", pulsarTestContext.getLocalMetadataStore());
+    }
 }

@@ -34,6 +34,7 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.common.naming.TopicName;
+import org.apache.pulsar.common.policies.data.PersistencePolicies;
 import org.apache.pulsar.metadata.api.extended.MetadataStoreExtended;
 
 /**
@@ -45,6 +46,8 @@ final class CompactionCrashSteps {
     static final int KEYS = 3;
     private static final String COMPACTED_LEDGER = "CompactedTopicLedger";
     private static final Duration WAIT = Duration.ofSeconds(60);
+    // A limiter period (100 s) longer than the compactor's ack timeout (the broker client's 30 s).
+    private static final double SLOW_LIMITER_RATE = 0.01;
 
     private final PulsarAdmin admin;
     private final PulsarClient client;
@@ -54,6 +57,11 @@ final class CompactionCrashSteps {
         this.admin = admin;
         this.client = client;
         this.bookKeeper = bookKeeper;
+    }
+
+    /** Gives the namespace's new topics a mark-delete limiter slower than the compactor's ack timeout. */
+    void useSlowLimiter(String namespace) throws Exception {
+        admin.namespaces().setPersistence(namespace, new PersistencePolicies(1, 1, 1, SLOW_LIMITER_RATE));
     }
 
     /**
