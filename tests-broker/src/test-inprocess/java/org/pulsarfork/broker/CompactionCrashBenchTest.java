@@ -62,9 +62,10 @@ public class CompactionCrashBenchTest extends MockedPulsarServiceBaseTest {
     }
 
     /**
-     * At a limiter period longer than the compactor's ack timeout: on 5.0 the compactor waits for its ack,
-     * so a compaction ack held for one period would fail the compaction and leave a late write naming the
-     * ledger the compactor then deleted. Our managed-ledger writes the compaction cursor's ack at once.
+     * A limiter period (100 s) longer than the compactor's ack timeout. On 5.0 the compactor waits for its
+     * ack's receipt, which its client fails after 30 to 60 s (checked every 30 s); an ack held for a period
+     * would stall the compaction until the factory's 60 s flush, or fail it, and the compactor then deletes
+     * the ledger the late write names. Our managed-ledger writes the compaction cursor's ack at once.
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 180_000)
     public void compactionsUnderALimiterSlowerThanTheCompactorsTimeoutSurviveACrash() throws Exception {
