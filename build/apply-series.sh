@@ -48,6 +48,30 @@ if [ -f "$series_file" ]; then
   done < "$series_file"
 fi
 
+# Series hygiene: a patch changes .java files of its upstream module only (no patch(1) backup or other
+# file swept into a commit), and its header says what, why, which upstream issue, and what it is meant
+# to become upstream. A patch that re-adds a file the sources jar has fails to apply (--forward).
+check_hygiene() {
+  local name=$1 file=$2 paths field
+  paths=$(sed -n 's#^diff --git a/\([^ ]*\) b/\([^ ]*\)$#\1\n\2#p' "$file" | sort -u)
+  if [ -z "$paths" ]; then
+    echo "ERROR: patch $name (series $series_file) changes no file" >&2
+    exit 1
+  fi
+  if echo "$paths" | grep -vqE '^[A-Za-z0-9_/$.-]+\.java$'; then
+    echo "ERROR: patch $name (series $series_file) touches files that are not .java sources of the module:" >&2
+    echo "$paths" | grep -vE '^[A-Za-z0-9_/$.-]+\.java$' | sed 's/^/    /' >&2
+    echo "A patch(1) backup (.orig, .rej) or another file swept into a commit? Remove it from the commit." >&2
+    exit 1
+  fi
+  for field in 'What:' 'Why:' 'Upstream issue:' 'Upstream intent:'; do
+    if ! sed -n '1,/^diff --git /p' "$file" | grep -q "^$field"; then
+      echo "ERROR: patch $name (series $series_file): its header has no '$field' line (README, patch headers)" >&2
+      exit 1
+    fi
+  done
+}
+
 touched=$target/touched-files.txt
 : > "$touched"
 for name in "${names[@]+"${names[@]}"}"; do
@@ -56,6 +80,7 @@ for name in "${names[@]+"${names[@]}"}"; do
     echo "ERROR: $series_file lists $name, but $file does not exist" >&2
     exit 1
   fi
+  check_hygiene "$name" "$file"
   if ! out=$(patch -p1 --fuzz=0 --forward --no-backup-if-mismatch --reject-file=- -d "$work" < "$file" 2>&1); then
     echo "ERROR: patch $name (series $series_file) does not apply to $(basename "$sources_jar"):" >&2
     echo "$out" | sed 's/^/    /' >&2

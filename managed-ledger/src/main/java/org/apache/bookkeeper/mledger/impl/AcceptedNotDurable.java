@@ -20,19 +20,19 @@ package org.apache.bookkeeper.mledger.impl;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.List;
+import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.Position;
 
 /**
- * Acks the mark-delete rate limiter kept from being written (#26484): applied in memory and reported
- * "accepted", their durable completion waits for a cursor-ledger write that holds them. Upstream
- * reported them complete at once.
+ * Acks applied in memory whose durable completion waits for a cursor-ledger write that contains them:
+ * acks the mark-delete rate limiter kept from being written (#26484), reported "accepted", and acks a
+ * write completed without containing them. Upstream reported throttled acks complete at once.
  *
  * <p>A write holds an ack when it was issued after the ack was applied (its covered sequence number is
- * at least the ack's: individual acks are written as ranges, so the position alone cannot tell) and
- * writes a position at or after the ack's. A reset's write holds every ack applied before it: "reset
- * wins", the ack is ordered before the reset.
+ * at least the ack's) and the state it serialized contains the ack ({@link AppliedAck#heldBy}). A
+ * reset's state change supersedes every ack applied before it: "reset wins", the ack is ordered before
+ * the reset.
  *
  * <p>Not thread-safe: the cursor guards it with the {@code pendingMarkDeleteOps} monitor.
  */
@@ -41,19 +41,19 @@ final class AcceptedNotDurable<T> {
     private static final class Held<T> {
         final T op;
         final long seq;
-        final Position position;
+        final AppliedAck ack;
 
-        Held(T op, long seq, Position position) {
+        Held(T op, long seq, AppliedAck ack) {
             this.op = op;
             this.seq = seq;
-            this.position = position;
+            this.ack = ack;
         }
     }
 
-    private final List<Held<T>> held = new ArrayList<>();
+    private List<Held<T>> held = new ArrayList<>();
 
-    void add(T op, long seq, Position position) {
-        held.add(new Held<>(op, seq, position));
+    void add(T op, long seq, AppliedAck ack) {
+        held.add(new Held<>(op, seq, ack));
     }
 
     boolean isEmpty() {
@@ -64,29 +64,41 @@ final class AcceptedNotDurable<T> {
         return held.size();
     }
 
-    /** Removes and returns the acks a write of {@code position}, covering sequence numbers up to coveredSeq, holds. */
-    List<T> heldBy(Position position, long coveredSeq, boolean resetWrite) {
-        if (held.isEmpty()) {
-            return Collections.emptyList();
-        }
-        List<T> covered = new ArrayList<>();
-        for (Iterator<Held<T>> it = held.iterator(); it.hasNext(); ) {
-            Held<T> h = it.next();
-            if (h.seq <= coveredSeq && (resetWrite || h.position.compareTo(position) <= 0)) {
-                covered.add(h.op);
-                it.remove();
-            }
-        }
-        return covered;
+    /**
+     * Removes and returns the acks that a durable write of {@code written}, covering sequence numbers up
+     * to {@code coveredSeq}, contains, given the mark-delete position {@code markDeleteAfter} when it
+     * completed. One pass: the list can hold many acks and this runs under the cursor's queue monitor.
+     */
+    List<T> heldBy(Position written, long coveredSeq, Position markDeleteAfter) {
+        return removeIf(h -> h.seq <= coveredSeq && h.ack.heldBy(written, markDeleteAfter));
+    }
+
+    /** Removes and returns the acks applied before the reset whose state change began {@code generation}. */
+    List<T> supersededBy(long generation) {
+        return removeIf(h -> h.ack.resetGeneration < generation);
     }
 
     /** Removes and returns every held ack (close). */
     List<T> drain() {
-        List<T> all = new ArrayList<>(held.size());
-        for (Held<T> h : held) {
-            all.add(h.op);
+        return removeIf(h -> true);
+    }
+
+    private List<T> removeIf(Predicate<Held<T>> settled) {
+        if (held.isEmpty()) {
+            return Collections.emptyList();
         }
-        held.clear();
-        return all;
+        List<T> removed = new ArrayList<>();
+        List<Held<T>> kept = new ArrayList<>(held.size());
+        for (Held<T> h : held) {
+            if (settled.test(h)) {
+                removed.add(h.op);
+            } else {
+                kept.add(h);
+            }
+        }
+        if (!removed.isEmpty()) {
+            held = kept;
+        }
+        return removed;
     }
 }

@@ -20,23 +20,34 @@ package org.apache.bookkeeper.mledger.impl;
 
 import org.apache.bookkeeper.mledger.AsyncCallbacks.MarkDeleteCallback;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
 
 /**
  * The mark-delete callback of a cursor reset. Its type is what makes the reset's operation a
  * barrier in the pending mark-delete queue ({@link MarkDeleteQueue}).
+ *
+ * <p>Its write records the state the reset leaves, not the live one: the reset's state change clears
+ * every individual ack and batch index (keeping only the new read position's), and runs only once
+ * that write is durable, so a crash in between must not bring the cleared acks back.
  *
  * <p>The reset keeps going through {@code internalAsyncMarkDelete(...)}, so that cursors overriding it
  * ({@code NonDurableCursorImpl}) still see the reset; only durable cursors treat it as a barrier.
  */
 final class CursorResetBarrier implements MarkDeleteCallback {
     private final MarkDeleteCallback delegate;
+    final Position newReadPosition;
 
-    CursorResetBarrier(MarkDeleteCallback delegate) {
+    CursorResetBarrier(MarkDeleteCallback delegate, Position newReadPosition) {
         this.delegate = delegate;
+        this.newReadPosition = newReadPosition;
     }
 
     static boolean isBarrier(MarkDeleteCallback callback) {
         return callback instanceof CursorResetBarrier;
+    }
+
+    static CursorResetBarrier of(MarkDeleteCallback callback) {
+        return callback instanceof CursorResetBarrier ? (CursorResetBarrier) callback : null;
     }
 
     @Override

@@ -1,0 +1,97 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import org.apache.bookkeeper.mledger.AsyncCallbacks.MarkDeleteCallback;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
+
+/**
+ * The callback of an ack, with what the ack changed: the positions it acknowledged and the reset
+ * generation in which it was applied. A cursor-ledger write may complete an ack only if the state it
+ * serialized contains the ack, and an ack applied before a reset's state change is ordered before the
+ * reset, which supersedes it.
+ *
+ * <p>A mark-delete acknowledges everything up to {@code last} ({@code first} is null); individual
+ * deletes acknowledge positions from {@code first} to {@code last}, some of them possibly only as
+ * ranges or batch indexes above the mark-delete position.
+ */
+final class AppliedAck implements MarkDeleteCallback {
+    private final MarkDeleteCallback delegate;
+    private final Position first;
+    private final Position last;
+    final long resetGeneration;
+
+    private AppliedAck(MarkDeleteCallback delegate, Position first, Position last, long resetGeneration) {
+        this.delegate = delegate;
+        this.first = first;
+        this.last = last;
+        this.resetGeneration = resetGeneration;
+    }
+
+    static AppliedAck markDelete(MarkDeleteCallback delegate, Position position, long resetGeneration) {
+        return new AppliedAck(delegate, null, position, resetGeneration);
+    }
+
+    static AppliedAck individual(MarkDeleteCallback delegate, Position first, Position last,
+                                 long resetGeneration) {
+        return new AppliedAck(delegate, first, last, resetGeneration);
+    }
+
+    /** The ack behind a queued operation's callback, or null for the cursor's own writes. */
+    static AppliedAck of(MarkDeleteCallback callback) {
+        return callback instanceof AppliedAck ? (AppliedAck) callback : null;
+    }
+
+    /**
+     * Whether a durable write of mark-delete position {@code written}, issued after this ack was applied
+     * and completed when the mark-delete position was {@code markDeleteAfter}, contains this ack.
+     *
+     * <p>The write serialized the ranges live, after the ack was applied: an acknowledged position above
+     * {@code written} was in them unless the mark-delete position had passed it by then, which it can only
+     * have done up to {@code markDeleteAfter} (no reset runs while a write is in flight). A write at or
+     * past {@code markDeleteAfter} therefore contains every ack applied before it.
+     */
+    boolean heldBy(Position written, Position markDeleteAfter) {
+        return last.compareTo(written) <= 0
+                || written.compareTo(markDeleteAfter) >= 0
+                || (first != null && first.compareTo(markDeleteAfter) > 0);
+    }
+
+    /** Whether a durable record of mark-delete position {@code markDelete} holds this ack, whenever written. */
+    boolean coveredBy(Position markDelete) {
+        return last.compareTo(markDelete) <= 0;
+    }
+
+    @Override
+    public void markDeleteComplete(Object ctx) {
+        delegate.markDeleteComplete(ctx);
+    }
+
+    @Override
+    public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+        delegate.markDeleteFailed(exception, ctx);
+    }
+
+    @Override
+    public String toString() {
+        return "AppliedAck[" + (first == null ? "<= " + last : first + ".." + last) + ", reset generation "
+                + resetGeneration + "]";
+    }
+}
