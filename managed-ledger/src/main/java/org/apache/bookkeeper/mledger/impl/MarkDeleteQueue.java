@@ -188,6 +188,16 @@ final class MarkDeleteQueue<T> {
         return false;
     }
 
+    /** Whether a write issued after the operation with sequence number {@code seq} was applied is in flight. */
+    boolean writeInFlightCovering(long seq) {
+        for (InFlightWrite<T> w : inFlight) {
+            if (w.coveredSeq >= seq) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Forgets a completed write (durable or failed) and returns the operations attached to it, whose
      * outcome is the write's. When the write was the barrier's, releases what waited for it.

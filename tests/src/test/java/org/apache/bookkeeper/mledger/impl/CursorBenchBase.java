@@ -19,11 +19,13 @@
 package org.apache.bookkeeper.mledger.impl;
 
 import static org.awaitility.Awaitility.await;
+import com.google.common.util.concurrent.GatedRateLimiter;
 import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.apache.bookkeeper.mledger.AsyncCallbacks;
 import org.apache.bookkeeper.mledger.Entry;
 import org.apache.bookkeeper.mledger.ManagedLedger;
@@ -100,6 +102,22 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
         Field f = ManagedCursorImpl.class.getDeclaredField("pendingMarkDeletedSubmittedCount");
         f.setAccessible(true);
         return (int) f.get(cursor);
+    }
+
+    /** The cursor's lock (protected from 4.2 on, private on 4.0). */
+    protected static ReentrantReadWriteLock cursorLock(ManagedCursorImpl cursor) throws Exception {
+        Field f = ManagedCursorImpl.class.getDeclaredField("lock");
+        f.setAccessible(true);
+        return (ReentrantReadWriteLock) f.get(cursor);
+    }
+
+    /** Replaces the cursor's mark-delete rate limiter by one that never grants and stops its first caller. */
+    protected static GatedRateLimiter installGatedLimiter(ManagedCursorImpl cursor, double rate) throws Exception {
+        GatedRateLimiter gate = new GatedRateLimiter(rate);
+        Field f = ManagedCursorImpl.class.getDeclaredField("markDeleteLimiter");
+        f.setAccessible(true);
+        f.set(cursor, gate);
+        return gate;
     }
 
     protected static int queued(ManagedCursorImpl cursor) {

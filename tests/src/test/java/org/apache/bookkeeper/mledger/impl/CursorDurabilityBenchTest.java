@@ -25,13 +25,11 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import com.google.common.util.concurrent.GatedRateLimiter;
-import java.lang.reflect.Field;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.apache.bookkeeper.client.AddEntryGate;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.mledger.AsyncCallbacks;
@@ -143,7 +141,7 @@ public class CursorDurabilityBenchTest extends CursorBenchBase {
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aThrottledAckRacingAResetDoesNotRestoreThePreResetPosition() throws Exception {
         Throttled t = new Throttled("throttled-ack-races-reset", 1);
-        GatedRateLimiter gate = installGatedLimiter(t.cursor);
+        GatedRateLimiter gate = installGatedLimiter(t.cursor, NO_PERMIT_RATE);
         CallbackProbe.Outcome md = t.probe.newOutcome("markDelete(p6)");
         CallbackProbe.Outcome reset = t.probe.newOutcome("reset(p0)");
         ackers.execute(() -> t.cursor.asyncMarkDelete(t.p.get(6), t.probe.markDelete(md), null));
@@ -266,17 +264,41 @@ public class CursorDurabilityBenchTest extends CursorBenchBase {
         assertEquals(s.probe.violations, List.of());
     }
 
-    private static GatedRateLimiter installGatedLimiter(ManagedCursorImpl cursor) throws Exception {
-        GatedRateLimiter gate = new GatedRateLimiter(NO_PERMIT_RATE);
-        Field f = ManagedCursorImpl.class.getDeclaredField("markDeleteLimiter");
-        f.setAccessible(true);
-        f.set(cursor, gate);
-        return gate;
+    /** Review finding: an empty individual ack acknowledges nothing; it must not wedge the cursor's writes. */
+    @Test(timeOut = 60_000)
+    public void anEmptyIndividualAckCompletesAndLeavesTheCursorWritable() throws Exception {
+        Scenario s = new Scenario("empty-individual-ack", false);
+        s.cursor.delete(s.p.get(7));
+        s.cursor.asyncDelete(List.of(), s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(s.ack.future::isDone);
+        assertTrue(s.ack.succeeded());
+        s.cursor.markDelete(s.p.get(5));
+        ManagedCursorImpl recovered = s.crash();
+        assertEquals(recovered.getMarkDeletedPosition(), s.p.get(5));
+        assertTrue(recovered.isMessageDeleted(s.p.get(7)));
+        assertEquals(s.probe.violations, List.of());
     }
 
-    private static ReentrantReadWriteLock cursorLock(ManagedCursorImpl cursor) throws Exception {
-        Field f = ManagedCursorImpl.class.getDeclaredField("lock");
-        f.setAccessible(true);
-        return (ReentrantReadWriteLock) f.get(cursor);
+    /**
+     * Review finding: delete(p3) arrives when a throttled markDelete(p5), not yet durable, already covers
+     * p3 in memory. Reporting it done at once, with nothing written, loses it in a crash.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void anAckOfAPositionDeletedOnlyInMemoryIsCompleteOnlyOnceDurable() throws Exception {
+        Throttled t = new Throttled("ack-of-a-non-durable-deletion", 1);
+        CallbackProbe.Outcome md = t.probe.newOutcome("markDelete(p5)");
+        CallbackProbe.Outcome delete = t.probe.newOutcome("delete(p3)");
+        t.cursor.asyncMarkDelete(t.p.get(5), t.probe.markDelete(md), null);
+        t.cursor.asyncDelete(t.p.get(3), t.probe.delete(delete), null);
+
+        ManagedCursorImpl recovered = t.crash();
+        if (delete.succeeded()) {
+            assertTrue(recovered.isMessageDeleted(t.p.get(3)), "delete(p3) reported durable, lost in a crash");
+        }
+        t.cursor.flush();
+        await().atMost(WAIT).until(() -> delete.future.isDone() && md.future.isDone());
+        assertTrue(delete.succeeded() && md.succeeded());
+        assertEquals(t.crash().getMarkDeletedPosition(), t.p.get(5));
+        assertEquals(t.probe.violations, List.of());
     }
 }
