@@ -17,14 +17,18 @@
 # specific language governing permissions and limitations
 # under the License.
 #
-# check-drop-in.sh TARGET_DIR DROP_IN_JAR
+# check-drop-in.sh TARGET_DIR DROP_IN_JAR [JAVA RELEASE]
 #
 # A drop-in jar must hold every upstream entry, except that the classes of a patched file (outer,
 # nested, anonymous) come only from our compile output: a stale upstream Outer$7.class left beside
 # our recompiled Outer would be loaded by nobody but would hide a numbering shift.
+# Then its classes must be at the upstream jar's bytecode level (check-bytecode-level.sh, run with
+# the java launcher JAVA; RELEASE is the release the module compiled at).
 set -euo pipefail
 target=$1
 jar=$2
+java=${3:-java}
+release=${4:-}
 upstream=$target/upstream/upstream.jar
 classes=$target/classes
 
@@ -66,3 +70,4 @@ fi
 echo "drop-in check: $(basename "$jar"): $(wc -l < "$tmp/ours") entries;" \
   "$(wc -l < "$tmp/kept2") upstream entries kept, $(wc -l < "$tmp/ours-replaced") replaced by ours," \
   "$(comm -13 "$tmp/upstream" "$tmp/ours" | grep -c . || true) added"
+bash "$(dirname "$0")/check-bytecode-level.sh" "$target" "$jar" "$java" "$release"

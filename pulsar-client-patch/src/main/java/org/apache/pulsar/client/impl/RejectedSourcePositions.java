@@ -34,7 +34,37 @@ import java.util.WeakHashMap;
  * saw rejected are still to be resent). A new client, as after a broker restart, starts empty.
  */
 final class RejectedSourcePositions {
-    private record SourcePosition(long ledgerId, long entryId) {
+    // A value class rather than a record: 4.0.8's pulsar-client-original is built for Java 8.
+    private static final class SourcePosition {
+        private final long ledgerId;
+        private final long entryId;
+
+        SourcePosition(long ledgerId, long entryId) {
+            this.ledgerId = ledgerId;
+            this.entryId = entryId;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            if (this == o) {
+                return true;
+            }
+            if (!(o instanceof SourcePosition)) {
+                return false;
+            }
+            SourcePosition other = (SourcePosition) o;
+            return ledgerId == other.ledgerId && entryId == other.entryId;
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * Long.hashCode(ledgerId) + Long.hashCode(entryId);
+        }
+
+        @Override
+        public String toString() {
+            return "SourcePosition[ledgerId=" + ledgerId + ", entryId=" + entryId + "]";
+        }
     }
 
     // The replicator resends a gap it was told is unconfirmed, and the remote drops it again: the first
