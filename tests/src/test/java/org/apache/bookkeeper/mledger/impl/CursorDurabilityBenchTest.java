@@ -301,4 +301,45 @@ public class CursorDurabilityBenchTest extends CursorBenchBase {
         assertEquals(t.crash().getMarkDeletedPosition(), t.p.get(5));
         assertEquals(t.probe.violations, List.of());
     }
+
+    /**
+     * Found by the schedule explorer: a partial batch-index ack, then a clean close. The close records the
+     * batch indexes in the cursor's metadata-store record; the reopened cursor must still have them.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aClosedCursorKeepsItsPartialBatchAcks() throws Exception {
+        Scenario s = new Scenario("closed-cursor-keeps-batch-acks", false);
+        Position p6 = s.p.get(6);
+        long[] unacked = {0b100};
+        s.cursor.asyncDelete(AckSetStateUtil.createPositionWithAckSet(p6.getLedgerId(), p6.getEntryId(), unacked),
+                s.probe.delete(s.ack), null);
+        await().atMost(WAIT).until(s.ack.future::isDone);
+        assertTrue(s.ack.succeeded());
+        s.cursor.close();
+
+        long[] recovered = s.crash().getDeletedBatchIndexesAsLongArray(p6);
+        assertEquals(recovered, unacked, "a batch ack reported complete, lost at the next load");
+        assertEquals(s.probe.violations, List.of());
+    }
+
+    /**
+     * Found by the schedule explorer: a reset refused because another is in progress was called back under the
+     * queue monitor.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aResetRefusedWhileAnotherIsInProgressIsCalledBackOffTheMonitor() throws Exception {
+        Scenario s = new Scenario("reset-refused-in-progress", false);
+        CompletableFuture<Void> resetWrite = AddEntryGate.holdNextAdd(bkc);
+        s.cursor.asyncResetCursor(s.p.get(0), false, s.probe.reset(s.reset));
+        await().atMost(WAIT).until(() -> writesInFlight(s.cursor) == 1);
+        CallbackProbe.Outcome second = s.probe.newOutcome("reset(p2)");
+        s.cursor.asyncResetCursor(s.p.get(2), false, s.probe.reset(second));
+        await().atMost(WAIT).until(second.future::isDone);
+        assertFalse(second.succeeded(), "another reset is in progress");
+        resetWrite.complete(null);
+
+        await().atMost(WAIT).until(s.reset.future::isDone);
+        assertTrue(s.reset.succeeded());
+        assertEquals(s.probe.violations, List.of());
+    }
 }
