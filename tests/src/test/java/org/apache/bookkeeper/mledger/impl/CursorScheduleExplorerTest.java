@@ -1,0 +1,209 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import static org.testng.Assert.assertEquals;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.common.util.OrderedExecutor;
+import org.apache.bookkeeper.mledger.ManagedLedgerFactoryConfig;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.config.Configurator;
+import org.pulsarfork.bench.BenchGroups;
+import org.testng.annotations.Test;
+
+/**
+ * A seeded, reproducible schedule explorer over the real {@link ManagedCursorImpl} and
+ * {@link NonDurableCursorImpl} on upstream's mock BookKeeper and fault-injecting metadata store (it replaces
+ * the model-based {@code MarkDeleteQueueScheduleTest} as evidence). Each seed decides a schedule of cursor
+ * operations (mark-delete, individual and batch-index acks, forward and backward resets, flush, skip,
+ * clear-backlog, cursor properties, close) and environment events (held and released reads, held, completed
+ * and failed cursor-ledger adds, a failed metadata-store write, the rate limiter with no permit, a crash); the
+ * explorer drives every hold itself and waits for quiescence after each step. Then it releases everything,
+ * recovers the cursor on a second factory as a crash would, and checks the contract (see {@link ExplorerRun}).
+ *
+ * <p>System properties: {@code explorer.schedules} (default 10000), {@code explorer.seed} (first seed, default
+ * 1), {@code explorer.replay=SEED} (run that seed alone and print its step-by-step trace),
+ * {@code explorer.maxSeconds} (stop early past this budget, default 240), {@code explorer.hangMillis} (how
+ * long a callback may stay unfired once every hold is released, default 1000), {@code explorer.printFailures}
+ * (how many failing schedules to print in full, default 5), {@code explorer.shrink=true} (with a replay: remove
+ * steps while the first violation kind persists, and print the smallest schedule).
+ *
+ * <p>On our jar every violation fails the test; on upstream's (bench.target=upstream) the test prints what it
+ * found and passes.
+ */
+public class CursorScheduleExplorerTest extends CursorBenchBase {
+    private static final int MIN_STEPS = 6;
+    private static final int MAX_STEPS = 14;
+    private static final int ENTRIES = 10;
+
+    @Override
+    protected void initManagedLedgerFactoryConfig(ManagedLedgerFactoryConfig config) {
+        // The factory's periodic cursor flush would interleave by wall time; the explorer flushes itself.
+        config.setCursorPositionFlushSeconds(1_000_000);
+    }
+
+    @Test(timeOut = 900_000)
+    public void exploreSchedules() throws Exception {
+        // Thousands of schedules of injected faults: the cursor's INFO and WARN logging would dominate the run
+        // (log4j2-test.xml sets org.apache.bookkeeper.mledger to INFO).
+        String[] names = {"org.apache.bookkeeper", "org.apache.bookkeeper.mledger", "org.apache.pulsar"};
+        Level[] levels = new Level[names.length];
+        for (int i = 0; i < names.length; i++) {
+            levels[i] = LogManager.getLogger(names[i]).getLevel();
+            Configurator.setLevel(names[i], Level.ERROR);
+        }
+        try {
+            explore();
+        } finally {
+            for (int i = 0; i < names.length; i++) {
+                Configurator.setLevel(names[i], levels[i]);
+            }
+        }
+    }
+
+    private ExplorerRun runOne(ExplorerStep.Plan plan, String name, ManagedLedgerFactoryImpl recovery,
+            ExplorerHarness harness, boolean ours, boolean verbose, Map<String, Integer> coverage, long grace) {
+        ExplorerRun run = new ExplorerRun(plan, factory, recovery, harness, name, ours, verbose, coverage, grace);
+        try {
+            run.run();
+        } catch (Throwable t) {
+            run.violations().add(new ExplorerRun.Violation("harness-error", t.toString()));
+        } finally {
+            harness.releaseReads();
+            harness.releaseAllAdds();
+            harness.dropMetadataFaults();
+        }
+        return run;
+    }
+
+    /**
+     * Removes steps one at a time while the schedule still shows the violation kind, then prints the smallest
+     * schedule found, step by step ({@code explorer.shrink=true} with {@code explorer.replay}).
+     */
+    private void shrink(ExplorerStep.Plan plan, String kind, ManagedLedgerFactoryImpl recovery,
+            ExplorerHarness harness, boolean ours, long grace) {
+        List<ExplorerStep> steps = new ArrayList<>(plan.steps);
+        int trial = 0;
+        boolean smaller = true;
+        while (smaller) {
+            smaller = false;
+            for (int i = 0; i < steps.size(); i++) {
+                List<ExplorerStep> fewer = new ArrayList<>(steps);
+                fewer.remove(i);
+                ExplorerStep.Plan candidate = new ExplorerStep.Plan(plan.seed, plan.durable, plan.entries, fewer);
+                ExplorerRun run = runOne(candidate, "explorer-shrink-" + plan.seed + "-" + trial++, recovery,
+                        harness, ours, false, new TreeMap<>(), grace);
+                if (run.violations().stream().anyMatch(v -> v.kind.equals(kind))) {
+                    steps = fewer;
+                    smaller = true;
+                    i--;
+                }
+            }
+        }
+        ExplorerStep.Plan minimal = new ExplorerStep.Plan(plan.seed, plan.durable, plan.entries, steps);
+        ExplorerRun run = runOne(minimal, "explorer-shrink-" + plan.seed + "-min", recovery, harness, ours, true,
+                new TreeMap<>(), grace);
+        System.out.println("explorer: seed " + plan.seed + " shrunk to " + steps.size() + " of " + plan.steps.size()
+                + " steps for " + kind + ": " + run.violations() + "\n" + run.trace());
+    }
+
+    private void explore() throws Exception {
+        String replay = System.getProperty("explorer.replay");
+        long first = replay != null ? Long.parseLong(replay) : Long.getLong("explorer.seed", 1L);
+        int schedules = replay != null ? 1 : Integer.getInteger("explorer.schedules", 10_000);
+        long maxNanos = TimeUnit.SECONDS.toNanos(Long.getLong("explorer.maxSeconds", 240L));
+        long hangMillis = Long.getLong("explorer.hangMillis", 1_000L);
+        int printedFailures = Integer.getInteger("explorer.printFailures", 5);
+        boolean ours = !BenchGroups.onUpstream();
+        String jar = (ours ? "ours" : "upstream") + " " + System.getProperty("pulsar.line", "?");
+
+        ManagedLedgerFactoryImpl recovery = new ManagedLedgerFactoryImpl(metadataStore, bkc);
+        crashFactories.add(recovery);
+        List<OrderedExecutor> executors = List.of(executor, factory.getScheduledExecutor(),
+                recovery.getScheduledExecutor());
+        ExplorerHarness harness = new ExplorerHarness(bkc, metadataStore, executors);
+
+        Map<String, Integer> coverage = new TreeMap<>();
+        Map<String, Integer> kindCounts = new TreeMap<>();
+        Map<String, String> firstByKind = new LinkedHashMap<>();
+        List<Long> failingSeeds = new ArrayList<>();
+        int violations = 0;
+        int hungSchedules = 0;
+        int ran = 0;
+        long start = System.nanoTime();
+        for (int i = 0; i < schedules; i++) {
+            if (System.nanoTime() - start > maxNanos) {
+                System.out.printf("explorer: time budget reached after %d of %d schedules%n", ran, schedules);
+                break;
+            }
+            long seed = first + i;
+            ExplorerStep.Plan plan = ExplorerStep.plan(seed, MIN_STEPS, MAX_STEPS, ENTRIES);
+            // Past the first ten schedules with a callback that never fired, a shorter grace period: the schedule
+            // is quiescent by then, and upstream's jar has hundreds of them in 10,000 schedules.
+            long grace = hungSchedules < 10 ? hangMillis : Math.min(hangMillis, 50);
+            ExplorerRun run = runOne(plan, "explorer-" + seed, recovery, harness, ours, replay != null, coverage,
+                    grace);
+            ran++;
+            if (replay != null) {
+                System.out.println("explorer replay of " + run.trace());
+                if (Boolean.getBoolean("explorer.shrink") && !run.violations().isEmpty()) {
+                    shrink(plan, run.violations().get(0).kind, recovery, harness, ours, hangMillis);
+                }
+            }
+            if (!run.violations().isEmpty()) {
+                if (run.violations().stream().anyMatch(v -> v.kind.startsWith("callback-never-fired"))) {
+                    hungSchedules++;
+                }
+                failingSeeds.add(seed);
+                violations += run.violations().size();
+                for (ExplorerRun.Violation v : run.violations()) {
+                    kindCounts.merge(v.kind, 1, Integer::sum);
+                    firstByKind.computeIfAbsent(v.kind, k -> v.detail + "\n" + run.trace());
+                }
+                if (failingSeeds.size() <= printedFailures || replay != null) {
+                    System.out.println("explorer: seed " + seed + " violates the contract: " + run.violations()
+                            + "\n" + run.trace());
+                }
+            }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        StringBuilder summary = new StringBuilder();
+        summary.append(String.format("explorer [%s]: %d schedules, %d violations in %d schedules, %.1f schedules/s"
+                        + " (%.1f s), first seed %d, ops covered: %s%n", jar, ran, violations, failingSeeds.size(),
+                ran / seconds, seconds, first, coverage));
+        for (Map.Entry<String, String> e : firstByKind.entrySet()) {
+            summary.append(String.format("explorer [%s] violation kind %s (%d): first %s%n", jar, e.getKey(),
+                    kindCounts.get(e.getKey()), e.getValue()));
+        }
+        if (failingSeeds.size() > 0) {
+            summary.append("explorer [" + jar + "] failing seeds (first 50): "
+                    + failingSeeds.subList(0, Math.min(50, failingSeeds.size())) + "\n");
+        }
+        System.out.print(summary);
+        if (ours) {
+            assertEquals(failingSeeds.size(), 0, "schedules violating the cursor contract on our jar:\n" + summary);
+        }
+    }
+}

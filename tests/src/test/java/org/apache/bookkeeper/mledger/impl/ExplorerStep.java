@@ -1,0 +1,163 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Random;
+
+/**
+ * One step of an explored schedule: an operation on the cursor or an event of its environment. A seed
+ * decides the whole schedule up front, from the random generator alone (never from the cursor's state), so
+ * that a seed replays the same steps.
+ */
+final class ExplorerStep {
+    enum Kind {
+        MARK_DELETE, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP, CLEAR_BACKLOG, PUT_PROPERTY,
+        HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD, FAIL_NEXT_ADD, FAIL_METADATA, CLOSE,
+        CRASH
+    }
+
+    // Relative weights. A non-durable cursor writes nothing: no flush, no cursor property, no write faults,
+    // and nothing for a crash to recover.
+    private static final Kind[] DURABLE_TABLE = table(new Object[][] {
+            {Kind.MARK_DELETE, 9}, {Kind.DELETE, 10}, {Kind.DELETE_LIST, 4}, {Kind.BATCH_ACK, 4},
+            {Kind.RESET, 8}, {Kind.FLUSH, 5}, {Kind.THROTTLE, 4}, {Kind.SKIP, 2}, {Kind.CLEAR_BACKLOG, 1},
+            {Kind.PUT_PROPERTY, 2}, {Kind.HOLD_READ, 7}, {Kind.RELEASE_READ, 4}, {Kind.HOLD_ADD, 7},
+            {Kind.COMPLETE_HELD_ADD, 4}, {Kind.FAIL_HELD_ADD, 2}, {Kind.FAIL_NEXT_ADD, 3}, {Kind.FAIL_METADATA, 3},
+            {Kind.CLOSE, 2}, {Kind.CRASH, 2}});
+    private static final Kind[] NON_DURABLE_TABLE = table(new Object[][] {
+            {Kind.MARK_DELETE, 9}, {Kind.DELETE, 10}, {Kind.DELETE_LIST, 4}, {Kind.BATCH_ACK, 4},
+            {Kind.RESET, 8}, {Kind.THROTTLE, 3}, {Kind.SKIP, 2}, {Kind.CLEAR_BACKLOG, 1},
+            {Kind.HOLD_READ, 7}, {Kind.RELEASE_READ, 4}, {Kind.CLOSE, 2}});
+
+    final Kind kind;
+    // The entry index (position p[a]), a count, or unused.
+    final int a;
+    // More entry indexes (DELETE_LIST).
+    final int[] more;
+    // BATCH_ACK: the batch indexes still unacknowledged after this ack (8-message batches).
+    final long remaining;
+
+    private ExplorerStep(Kind kind, int a, int[] more, long remaining) {
+        this.kind = kind;
+        this.a = a;
+        this.more = more;
+        this.remaining = remaining;
+    }
+
+    private static Kind[] table(Object[][] weights) {
+        List<Kind> t = new ArrayList<>();
+        for (Object[] w : weights) {
+            for (int i = 0; i < (int) w[1]; i++) {
+                t.add((Kind) w[0]);
+            }
+        }
+        return t.toArray(new Kind[0]);
+    }
+
+    /** The schedule of one seed: whether the cursor is durable, then its steps (a crash ends it). */
+    static final class Plan {
+        final long seed;
+        final boolean durable;
+        final int entries;
+        final List<ExplorerStep> steps;
+
+        Plan(long seed, boolean durable, int entries, List<ExplorerStep> steps) {
+            this.seed = seed;
+            this.durable = durable;
+            this.entries = entries;
+            this.steps = steps;
+        }
+    }
+
+    static Plan plan(long seed, int minSteps, int maxSteps, int entries) {
+        Random rnd = new Random(seed);
+        boolean durable = rnd.nextInt(6) != 0;
+        Kind[] t = durable ? DURABLE_TABLE : NON_DURABLE_TABLE;
+        int n = minSteps + rnd.nextInt(maxSteps - minSteps + 1);
+        List<ExplorerStep> steps = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Kind k = t[rnd.nextInt(t.length)];
+            int a = rnd.nextInt(entries);
+            int[] more = null;
+            long remaining = 0;
+            if (k == Kind.DELETE_LIST) {
+                more = new int[] {rnd.nextInt(entries), rnd.nextInt(entries)};
+            } else if (k == Kind.SKIP) {
+                a = 1 + rnd.nextInt(3);
+            } else if (k == Kind.BATCH_ACK) {
+                // 1 in 8: the last indexes, the entry becomes fully acknowledged.
+                remaining = rnd.nextInt(8) == 0 ? 0 : rnd.nextInt(255) + 1;
+            }
+            steps.add(new ExplorerStep(k, a, more, remaining));
+            if (k == Kind.CRASH) {
+                break;
+            }
+        }
+        return new Plan(seed, durable, entries, steps);
+    }
+
+    @Override
+    public String toString() {
+        switch (kind) {
+            case MARK_DELETE:
+                return "markDelete(p" + a + ")";
+            case DELETE:
+                return "delete(p" + a + ")";
+            case DELETE_LIST:
+                return "delete([p" + a + ", p" + more[0] + ", p" + more[1] + "])";
+            case BATCH_ACK:
+                return "batchAck(p" + a + ", unacked=" + BitSet.valueOf(new long[] {remaining}) + ")";
+            case RESET:
+                return "reset(p" + a + ")";
+            case FLUSH:
+                return "flush()";
+            case THROTTLE:
+                return "setThrottleMarkDelete(0.001)";
+            case SKIP:
+                return "skipEntries(" + a + ")";
+            case CLEAR_BACKLOG:
+                return "clearBacklog()";
+            case PUT_PROPERTY:
+                return "putCursorProperty(k, v)";
+            case HOLD_READ:
+                return "holdRead + asyncReadEntries(1)";
+            case RELEASE_READ:
+                return "releaseRead";
+            case HOLD_ADD:
+                return "holdNextBookieAdd";
+            case COMPLETE_HELD_ADD:
+                return "completeFirstHeldAdd";
+            case FAIL_HELD_ADD:
+                return "failFirstHeldAdd(NotEnoughBookies)";
+            case FAIL_NEXT_ADD:
+                return "failNextBookieAdd(NotEnoughBookies)";
+            case FAIL_METADATA:
+                return "failNextCursorMetadataPut";
+            case CLOSE:
+                return "close()";
+            case CRASH:
+                return "CRASH";
+            default:
+                return kind.name();
+        }
+    }
+}
