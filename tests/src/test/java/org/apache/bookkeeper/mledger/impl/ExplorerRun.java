@@ -653,6 +653,11 @@ final class ExplorerRun {
             s.deleted[k] = c.isMessageDeleted(p.get(k));
             s.batch[k] = c.getDeletedBatchIndexesAsLongArray(p.get(k));
         }
+        // Entries deleted right after the mark-delete position count as mark-deleted: a record written at an
+        // older position holds the acks absorbed past it as the range (written, mark-delete].
+        while (s.markDelete + 1 < plan.entries && s.deleted[s.markDelete + 1]) {
+            s.markDelete++;
+        }
         return s;
     }
 
