@@ -29,6 +29,14 @@ public final class AddEntryGate {
     }
 
     public static CompletableFuture<Void> holdNextAdd(PulsarMockBookKeeper bkc) {
-        return bkc.promiseAfter(0, bkc.addEntryFailures);
+        return holdAdd(bkc, 0);
+    }
+
+    /**
+     * Holds the add-entry after the next {@code skipped} ones (the mock replaces, not appends: two
+     * {@link #holdNextAdd} calls hold one add).
+     */
+    public static CompletableFuture<Void> holdAdd(PulsarMockBookKeeper bkc, int skipped) {
+        return bkc.promiseAfter(skipped, bkc.addEntryFailures);
     }
 }

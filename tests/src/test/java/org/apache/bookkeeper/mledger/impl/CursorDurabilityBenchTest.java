@@ -347,4 +347,42 @@ public class CursorDurabilityBenchTest extends CursorBenchBase {
         assertTrue(s.reset.succeeded());
         assertEquals(s.probe.violations, List.of());
     }
+
+    /**
+     * Found by the schedule explorer (4.0.8, seed 1949): after a write fell back to the metadata store, the
+     * next write creates a cursor ledger. When its first record fails at the bookies, upstream falls back to
+     * the metadata store again and then names the empty ledger there, with no acks (the ledger holds them);
+     * recovery rolls an empty cursor ledger back to that record's position: the acks made durable before are
+     * lost.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aNewCursorLedgerWhoseFirstRecordFailedIsNotSwitchedTo() throws Exception {
+        Scenario s = new Scenario("new-ledger-first-record-failed", false);
+        s.cursor.delete(s.p.get(6));
+        CompletableFuture<Void> failedWrite = AddEntryGate.holdNextAdd(bkc);
+        CallbackProbe.Outcome fallback = s.probe.newOutcome("delete(p7)");
+        s.cursor.asyncDelete(s.p.get(7), s.probe.delete(fallback), null);
+        failedWrite.completeExceptionally(BKException.create(BKException.Code.NotEnoughBookiesException));
+        await().atMost(WAIT).until(fallback.future::isDone);
+        assertTrue(fallback.succeeded(), "written to the metadata store");
+
+        CompletableFuture<Void> firstRecord = AddEntryGate.holdNextAdd(bkc);
+        CompletableFuture<Void> nextWrite = AddEntryGate.holdAdd(bkc, 1);
+        s.cursor.asyncDelete(s.p.get(8), s.probe.delete(s.ack), null);
+        firstRecord.completeExceptionally(BKException.create(BKException.Code.NotEnoughBookiesException));
+        // Upstream switches to the new ledger and writes delete(p8) into it: held here, as a crash would find it.
+        await().atMost(WAIT).until(() -> s.ack.future.isDone() || nextWrite.isDone()
+                || writesInFlight(s.cursor) == 1);
+        if (s.ack.future.isDone()) {
+            // No cursor ledger took the write: the gate would hold an unrelated add.
+            nextWrite.complete(null);
+        }
+
+        ManagedCursorImpl recovered = s.crash();
+        assertTrue(recovered.isMessageDeleted(s.p.get(6)), "delete(p6) reported durable, lost in a crash");
+        assertTrue(recovered.isMessageDeleted(s.p.get(7)), "delete(p7) reported durable, lost in a crash");
+        nextWrite.complete(null);
+        await().atMost(WAIT).until(s.ack.future::isDone);
+        assertEquals(s.probe.violations, List.of());
+    }
 }

@@ -47,6 +47,7 @@ final class ExplorerHarness {
     private static final Field PENDING_READ_OPS = field(ManagedCursorImpl.class, "pendingReadOps");
     private static final Field WRITES_IN_FLIGHT = field(ManagedCursorImpl.class, "pendingMarkDeletedSubmittedCount");
     private static final Field IS_DIRTY = field(ManagedCursorImpl.class, "isDirty");
+    private static final Field LEDGERS = field(PulsarMockBookKeeper.class, "ledgers");
 
     private final PulsarMockBookKeeper bkc;
     private final FaultInjectionMetadataStore metadataStore;
@@ -379,6 +380,23 @@ final class ExplorerHarness {
 
     private void removeFromMock(Slot s) {
         addEntryFailures.removeIf(f -> f == s.future);
+    }
+
+    boolean ledgerExists(long id) {
+        return mockLedgers().containsKey(id);
+    }
+
+    long ledgerEntries(long id) {
+        Object lh = mockLedgers().get(id);
+        return lh == null ? -1 : ((org.apache.bookkeeper.client.LedgerHandle) lh).getLastAddConfirmed() + 1;
+    }
+
+    private Map<Long, ?> mockLedgers() {
+        try {
+            return (Map<Long, ?>) LEDGERS.get(bkc);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** Fails the next metadata-store update of the cursor's node, once. */

@@ -42,6 +42,7 @@ import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.pulsar.metadata.api.Stat;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
@@ -259,6 +260,7 @@ final class ExplorerRun {
             h.stopHoldingNewReads();
             h.dropMetadataFaults();
             h.dropUntakenAdds();
+            trace.add("stored at the crash: " + storedRecord());
             snapshot = recover("recovered after a crash at the last step");
             releaseEverything();
             // The crashed cursor still runs: a flush settles what its limiter holds (its writes now fail: the
@@ -610,6 +612,42 @@ final class ExplorerRun {
             }
         }
         return true;
+    }
+
+    // What recovery starts from: the cursor's metadata-store record and whether the cursor ledger it names exists.
+    // The record's class differs between lines (protobuf on 4.0, LightProto from 4.1): read through its getters.
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private String storedRecord() {
+        CompletableFuture<String> info = new CompletableFuture<>();
+        ((ManagedLedgerImpl) ledger).getStore().asyncGetCursorInfo(name, CURSOR, new MetaStore.MetaStoreCallback() {
+            @Override
+            public void operationComplete(Object i, Stat stat) {
+                try {
+                    long cursorLedger = (long) getter(i, "getCursorsLedgerId");
+                    info.complete("cursorLedger=" + cursorLedger + (cursorLedger < 0 ? ""
+                            : h.ledgerExists(cursorLedger) ? " (" + h.ledgerEntries(cursorLedger) + " entries)"
+                            : " (deleted)") + " markDelete=" + getter(i, "getMarkDeleteLedgerId") + ":"
+                            + getter(i, "getMarkDeleteEntryId") + " ranges="
+                            + getter(i, "getIndividualDeletedMessagesCount") + " version=" + stat.getVersion());
+                } catch (ReflectiveOperationException e) {
+                    info.complete("unreadable: " + e);
+                }
+            }
+
+            @Override
+            public void operationFailed(ManagedLedgerException.MetaStoreException e) {
+                info.complete("unreadable: " + e);
+            }
+        });
+        try {
+            return info.get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return "unreadable: " + e;
+        }
+    }
+
+    private static Object getter(Object target, String method) throws ReflectiveOperationException {
+        return target.getClass().getMethod(method).invoke(target);
     }
 
     // Opens the ledger on the second factory (left open in recoveredLedger: its close writes, and must wait
