@@ -20,6 +20,7 @@ package org.apache.bookkeeper.mledger.impl;
 
 import static org.testng.Assert.assertEquals;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +32,7 @@ import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.core.config.Configurator;
 import org.pulsarfork.bench.BenchGroups;
+import org.testng.SkipException;
 import org.testng.annotations.Test;
 
 /**
@@ -133,6 +135,12 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
     }
 
     private void explore() throws Exception {
+        // A long run needs one execution of the test, not the three the bench runs every test class in.
+        String executions = System.getProperty("explorer.executions");
+        String execution = System.getProperty("bench.execution", "?");
+        if (executions != null && !Arrays.asList(executions.split(",")).contains(execution)) {
+            throw new SkipException("explorer.executions=" + executions + " excludes " + execution);
+        }
         String replay = System.getProperty("explorer.replay");
         long first = replay != null ? Long.parseLong(replay) : Long.getLong("explorer.seed", 1L);
         int schedules = replay != null ? 1 : Integer.getInteger("explorer.schedules", 10_000);

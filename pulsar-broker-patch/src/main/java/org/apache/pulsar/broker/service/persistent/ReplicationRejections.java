@@ -1,0 +1,317 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.pulsar.broker.service.persistent;
+
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.Meter;
+import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.impl.MessageIdImpl;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Source entries the remote cluster rejected before its deduplication check (#26113), written down on the
+ * replicator cursor from the moment of the rejection, before the replicator rewinds for it.
+ *
+ * <p>A remote with deduplication stores the messages that followed a rejected one; its high-water mark for
+ * the replicator's producer name then passes the rejected position, and the resend is answered as a
+ * duplicate ({@code -1/-1}) although nothing stored it. A duplicate receipt for a recorded position is
+ * therefore not a success: the entry is <em>held</em> (not deleted, not sent again, one ERROR line, shown in
+ * stats-internal) until an operator releases it. A real receipt clears the record. Because the record is a
+ * cursor property, any broker that later owns the topic reads it: a topic move between the rejection and
+ * the duplicate receipt no longer turns the receipt into a deletion.
+ *
+ * <p>Every property write goes through one chain per cursor: upstream writes cursor properties with the
+ * version read at call time, so two writes in flight fail all but one. A failed write is retried (100 ms,
+ * doubling to 10 s) until it is written or the replicator stops.
+ */
+public class ReplicationRejections {
+    /** Cursor property key prefix; the key ends with {@code <ledgerId>:<entryId>}. */
+    public static final String PROPERTY_PREFIX = "pulsar.replication.rejected.";
+    /** Value prefix of a held entry; a recorded one not yet answered as a duplicate has the reason alone. */
+    public static final String HELD = "held: ";
+    static final String UNCONFIRMED_EXCEPTION = "org.apache.pulsar.client.impl.GeoReplicationUnconfirmedException";
+    /** Per broker (one series per state, no topic attribute): the entries recorded and held now. */
+    public static final String REJECTED_GAUGE = "pulsar.broker.replication.rejected.count";
+    private static final AttributeKey<String> STATE_KEY = AttributeKey.stringKey("pulsar.replication.rejected.state");
+    private static final Attributes RECORDED = Attributes.of(STATE_KEY, "recorded");
+    private static final Attributes HELD_STATE = Attributes.of(STATE_KEY, "held");
+    // The live instances of each broker (its Meter), so that the gauge is registered once per broker.
+    private static final Map<Meter, Set<ReplicationRejections>> LIVE = new WeakHashMap<>();
+    private static final long FIRST_RETRY_MILLIS = 100;
+    private static final long MAX_RETRY_MILLIS = TimeUnit.SECONDS.toMillis(10);
+
+    private final String replicatorId;
+    private final ManagedCursor cursor;
+    private final ScheduledExecutorService executor;
+    private final BooleanSupplier stopped;
+    // Position -> value as written (or being written). Bounded by the rejections not yet released.
+    private final Map<Position, String> records = new ConcurrentHashMap<>();
+    private final Object writeLock = new Object();
+    private CompletableFuture<Void> writes = CompletableFuture.completedFuture(null);
+
+    private final Meter meter;
+
+    public ReplicationRejections(String replicatorId, ManagedCursor cursor, ScheduledExecutorService executor,
+                                 BooleanSupplier stopped, Meter meter) {
+        this.replicatorId = replicatorId;
+        this.cursor = cursor;
+        this.executor = executor;
+        this.stopped = stopped;
+        this.meter = meter;
+        loadRecords();
+        if (meter != null) {
+            register(meter, this);
+        }
+    }
+
+    private static void register(Meter meter, ReplicationRejections rejections) {
+        synchronized (LIVE) {
+            Set<ReplicationRejections> live = LIVE.get(meter);
+            if (live == null) {
+                Set<ReplicationRejections> created = ConcurrentHashMap.newKeySet();
+                LIVE.put(meter, created);
+                meter.upDownCounterBuilder(REJECTED_GAUGE)
+                        .setUnit("{message}")
+                        .setDescription("Source messages the remote cluster rejected before its deduplication"
+                                + " check, recorded on the replicator cursor (recorded), and those since answered"
+                                + " as duplicates, kept on the source until an operator releases them (held).")
+                        .buildWithCallback(m -> {
+                            long recorded = 0;
+                            long held = 0;
+                            for (ReplicationRejections r : created) {
+                                recorded += r.recordedCount();
+                                held += r.heldCount();
+                            }
+                            m.record(recorded - held, RECORDED);
+                            m.record(held, HELD_STATE);
+                        });
+                live = created;
+            }
+            live.add(rejections);
+        }
+    }
+
+    /** The replicator is gone: its records stay on the cursor, for the next owner. */
+    public void close() {
+        if (meter != null) {
+            synchronized (LIVE) {
+                Set<ReplicationRejections> live = LIVE.get(meter);
+                if (live != null) {
+                    live.remove(this);
+                }
+            }
+        }
+    }
+
+    /**
+     * The remote refused the message before its deduplication check, and the connection stays open: the
+     * errors upstream's client turns into these exceptions (ChecksumError, NotAllowedError).
+     */
+    public static boolean isRejectedBeforeDeduplication(Throwable exception) {
+        for (Throwable t = exception; t != null; t = t.getCause()) {
+            if (t instanceof PulsarClientException.ChecksumException
+                    || t instanceof PulsarClientException.NotAllowedException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Our client reports a duplicate receipt for a position its own in-memory record holds as rejected
+     * (matched by class name, so that this jar links with upstream's client).
+     */
+    public static boolean isUnconfirmed(Throwable exception) {
+        for (Throwable t = exception; t != null; t = t.getCause()) {
+            if (t.getClass().getName().equals(UNCONFIRMED_EXCEPTION)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A receipt that does not say where the remote stored the message: a duplicate. */
+    public static boolean isDuplicateReceipt(MessageId receipt) {
+        return !(receipt instanceof MessageIdImpl) || ((MessageIdImpl) receipt).getLedgerId() < 0
+                || ((MessageIdImpl) receipt).getEntryId() < 0;
+    }
+
+    /**
+     * Writes the rejection down; the returned future completes once it is durable (or the replicator
+     * stopped, exceptionally). The caller rewinds only then.
+     */
+    public CompletableFuture<Void> recordRejection(Position position, String reason) {
+        String value = reason == null || reason.isEmpty() ? "rejected" : reason;
+        if (records.putIfAbsent(position, value) != null) {
+            // Already recorded (a rewind resends it and the remote refuses it again): the write is in the chain.
+            return enqueue(() -> CompletableFuture.completedFuture(null));
+        }
+        return enqueue(() -> cursor.putCursorProperty(key(position), value));
+    }
+
+    public boolean isRecorded(Position position) {
+        return records.containsKey(position);
+    }
+
+    public boolean isHeld(Position position) {
+        String value = records.get(position);
+        return value != null && value.startsWith(HELD);
+    }
+
+    /**
+     * A duplicate receipt for a recorded position (or our client's unconfirmed report): the remote does not
+     * have the message and will drop it from this producer again. It stays on the source until released.
+     */
+    public void hold(Position position, String reason) {
+        String value = HELD + (reason == null ? "a duplicate receipt for a rejected message" : reason);
+        String before = records.put(position, value);
+        if (before != null && before.startsWith(HELD)) {
+            return;
+        }
+        log.error("[{}] Replication gap held at {}: the remote cluster rejected this message, then dropped its"
+                + " resend as a duplicate; it stays in the replication backlog and is not sent again. Release it"
+                + " after publishing it to the remote yourself, or to give it up: pulsar-admin topics skip"
+                + " <topic> -s <replicator subscription> -n 1 (docs/geo-replication.md, 'Releasing a held gap')",
+                replicatorId, position);
+        enqueue(() -> cursor.putCursorProperty(key(position), value));
+    }
+
+    /** A real receipt: the remote stored the message. */
+    public void confirmed(Position position) {
+        if (records.remove(position) != null) {
+            enqueue(() -> cursor.removeCursorProperty(key(position)));
+        }
+    }
+
+    /** Records the operator released by skipping the entry (or that a later ack covered) are dropped. */
+    public void dropReleased() {
+        for (Position position : records.keySet()) {
+            if (isReleased(position)) {
+                confirmed(position);
+            }
+        }
+    }
+
+    public int recordedCount() {
+        return records.size();
+    }
+
+    public long heldCount() {
+        return records.values().stream().filter(v -> v.startsWith(HELD)).count();
+    }
+
+    static String key(Position position) {
+        return PROPERTY_PREFIX + position.getLedgerId() + ":" + position.getEntryId();
+    }
+
+    /** The position a property key names, or null for any other key. */
+    public static Position positionOf(String key) {
+        if (!key.startsWith(PROPERTY_PREFIX)) {
+            return null;
+        }
+        String[] parts = key.substring(PROPERTY_PREFIX.length()).split(":");
+        try {
+            return parts.length == 2 ? PositionFactory.create(Long.parseLong(parts[0]), Long.parseLong(parts[1]))
+                    : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private boolean isReleased(Position position) {
+        Position markDelete = cursor.getMarkDeletedPosition();
+        return (markDelete != null && position.compareTo(markDelete) <= 0) || cursor.isMessageDeleted(position);
+    }
+
+    private void loadRecords() {
+        Map<String, String> properties = cursor.getCursorProperties();
+        if (properties == null) {
+            return;
+        }
+        properties.forEach((key, value) -> {
+            Position position = positionOf(key);
+            if (position == null) {
+                return;
+            }
+            if (isReleased(position)) {
+                enqueue(() -> cursor.removeCursorProperty(key));
+            } else {
+                records.put(position, value);
+            }
+        });
+        if (!records.isEmpty()) {
+            log.warn("[{}] Replication rejections recorded by an earlier owner: {}", replicatorId, records);
+        }
+    }
+
+    private interface Write {
+        CompletableFuture<Void> start();
+    }
+
+    // One write at a time, each retried until done: the next starts after it.
+    private CompletableFuture<Void> enqueue(Write write) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        synchronized (writeLock) {
+            writes = writes.handle((v, e) -> null).thenCompose(v -> {
+                attempt(write, done, FIRST_RETRY_MILLIS);
+                return done.handle((x, e) -> null);
+            });
+        }
+        return done;
+    }
+
+    private void attempt(Write write, CompletableFuture<Void> done, long retryMillis) {
+        if (stopped.getAsBoolean()) {
+            done.completeExceptionally(new IllegalStateException(replicatorId + " stopped"));
+            return;
+        }
+        CompletableFuture<Void> started;
+        try {
+            started = write.start();
+        } catch (Throwable t) {
+            started = CompletableFuture.failedFuture(t);
+        }
+        started.whenComplete((v, e) -> {
+            if (e == null) {
+                done.complete(null);
+                return;
+            }
+            log.warn("[{}] Writing a replication rejection record failed, retrying in {} ms: {}", replicatorId,
+                    retryMillis, e.toString());
+            executor.schedule(() -> attempt(write, done, Math.min(retryMillis * 2, MAX_RETRY_MILLIS)),
+                    retryMillis, TimeUnit.MILLISECONDS);
+        });
+    }
+
+    private static final Logger log = LoggerFactory.getLogger(ReplicationRejections.class);
+}

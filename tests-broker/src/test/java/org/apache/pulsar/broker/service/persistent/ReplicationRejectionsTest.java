@@ -1,0 +1,260 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.pulsar.broker.service.persistent;
+
+import static org.awaitility.Awaitility.await;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyString;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.metrics.data.LongPointData;
+import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.impl.MessageIdImpl;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+/**
+ * The source side's record of rejections on its own, on every line (5.0.0-M1 has no broker test-jar for the
+ * two-cluster test): a replicator cursor whose property writes the test completes, one at a time.
+ */
+public class ReplicationRejectionsTest {
+    private static final Position E3 = PositionFactory.create(12, 3);
+    private static final Position E4 = PositionFactory.create(12, 4);
+    private static final String KEY3 = "pulsar.replication.rejected.12:3";
+    private static final String KEY4 = "pulsar.replication.rejected.12:4";
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private static final AttributeKey<String> STATE = AttributeKey.stringKey("pulsar.replication.rejected.state");
+
+    /** A property write the test completes; the cursor's stored properties change only then. */
+    private record Write(String key, String value, CompletableFuture<Void> result) {
+    }
+
+    private final Map<String, String> stored = new ConcurrentHashMap<>();
+    private final List<Write> writes = new ArrayList<>();
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicBoolean overlapped = new AtomicBoolean();
+    private final AtomicBoolean stopped = new AtomicBoolean();
+    private ScheduledExecutorService executor;
+    private ManagedCursor cursor;
+
+    @BeforeMethod(alwaysRun = true)
+    public void setUp() {
+        stored.clear();
+        synchronized (writes) {
+            writes.clear();
+        }
+        inFlight.set(0);
+        overlapped.set(false);
+        stopped.set(false);
+        executor = Executors.newSingleThreadScheduledExecutor();
+        cursor = mock(ManagedCursor.class);
+        when(cursor.getCursorProperties()).thenAnswer(inv -> Map.copyOf(stored));
+        when(cursor.getMarkDeletedPosition()).thenReturn(PositionFactory.create(12, 1));
+        when(cursor.putCursorProperty(anyString(), anyString()))
+                .thenAnswer(inv -> write(inv.getArgument(0), inv.getArgument(1)));
+        when(cursor.removeCursorProperty(anyString())).thenAnswer(inv -> write(inv.getArgument(0), null));
+        when(cursor.isMessageDeleted(any())).thenReturn(false);
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() {
+        executor.shutdownNow();
+    }
+
+    private CompletableFuture<Void> write(String key, String value) {
+        if (inFlight.incrementAndGet() > 1) {
+            overlapped.set(true);
+        }
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        synchronized (writes) {
+            writes.add(new Write(key, value, result));
+        }
+        return result.whenComplete((v, e) -> inFlight.decrementAndGet());
+    }
+
+    private Write awaitWrite(int index) {
+        await().atMost(WAIT).until(() -> {
+            synchronized (writes) {
+                return writes.size() > index;
+            }
+        });
+        synchronized (writes) {
+            return writes.get(index);
+        }
+    }
+
+    private void succeed(Write w) {
+        if (w.value() == null) {
+            stored.remove(w.key());
+        } else {
+            stored.put(w.key(), w.value());
+        }
+        w.result().complete(null);
+    }
+
+    private ReplicationRejections newRejections() {
+        return new ReplicationRejections("r1-->r2", cursor, executor, stopped::get, null);
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aRejectionIsDurableBeforeItsRewindAndAFailedWriteIsRetried() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> recorded = rejections.recordRejection(E3, "Exceed maximum message size");
+        Write first = awaitWrite(0);
+        assertEquals(first.key(), KEY3);
+        first.result().completeExceptionally(new ManagedLedgerException.BadVersionException("concurrent update"));
+        Write retry = awaitWrite(1);
+        assertFalse(recorded.isDone(), "the rewind must wait until the record is written");
+        succeed(retry);
+        await().atMost(WAIT).until(recorded::isDone);
+        assertFalse(recorded.isCompletedExceptionally());
+        assertEquals(stored.get(KEY3), "Exceed maximum message size");
+        assertTrue(rejections.isRecorded(E3));
+        assertFalse(rejections.isHeld(E3));
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void propertyWritesNeverOverlapAndLandInOrder() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> r3 = rejections.recordRejection(E3, "size");
+        CompletableFuture<Void> r4 = rejections.recordRejection(E4, "checksum");
+        rejections.hold(E3, "duplicate");
+        rejections.confirmed(E4);
+        for (int i = 0; i < 4; i++) {
+            Write w = awaitWrite(i);
+            synchronized (writes) {
+                assertEquals(writes.size(), i + 1, "a write started before the previous one completed");
+            }
+            succeed(w);
+        }
+        await().atMost(WAIT).until(() -> r3.isDone() && r4.isDone());
+        assertFalse(overlapped.get());
+        assertEquals(stored, Map.of(KEY3, "held: duplicate"));
+        assertTrue(rejections.isHeld(E3));
+        assertFalse(rejections.isRecorded(E4));
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aRecordWrittenTwiceIsWrittenOnceAndTheSecondCallerWaitsForIt() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> first = rejections.recordRejection(E3, "size");
+        CompletableFuture<Void> again = rejections.recordRejection(E3, "size");
+        Write w = awaitWrite(0);
+        assertFalse(again.isDone(), "the rewind of a second refusal must wait for the record too");
+        succeed(w);
+        await().atMost(WAIT).until(() -> first.isDone() && again.isDone());
+        synchronized (writes) {
+            assertEquals(writes.size(), 1);
+        }
+    }
+
+    /** What a broker that takes the topic over finds: the records, except those of entries since released. */
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aNewOwnerReadsTheRecordsAndDropsTheReleasedOnes() {
+        stored.put(KEY3, "held: duplicate");
+        stored.put(KEY4, "size");
+        stored.put("pulsar.replication.rejected.12:1", "held: skipped by an operator");
+        stored.put("another.property", "kept");
+        ReplicationRejections rejections = newRejections();
+        assertTrue(rejections.isHeld(E3));
+        assertTrue(rejections.isRecorded(E4));
+        assertFalse(rejections.isHeld(E4));
+        assertEquals(rejections.recordedCount(), 2);
+        Write removal = awaitWrite(0);
+        assertEquals(removal.key(), "pulsar.replication.rejected.12:1");
+        assertEquals(removal.value(), null);
+        succeed(removal);
+        assertEquals(stored.get("another.property"), "kept");
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aStoppedReplicatorStopsRetrying() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> recorded = rejections.recordRejection(E3, "size");
+        stopped.set(true);
+        awaitWrite(0).result().completeExceptionally(new ManagedLedgerException("cursor closed"));
+        await().atMost(WAIT).until(recorded::isDone);
+        assertTrue(recorded.isCompletedExceptionally());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void whatCountsAsARejectionAndAsADuplicateReceipt() {
+        assertTrue(ReplicationRejections.isRejectedBeforeDeduplication(
+                new PulsarClientException.NotAllowedException("Exceed maximum message size")));
+        assertTrue(ReplicationRejections.isRejectedBeforeDeduplication(
+                new RuntimeException(new PulsarClientException.ChecksumException("checksum"))));
+        assertFalse(ReplicationRejections.isRejectedBeforeDeduplication(
+                new PulsarClientException.TimeoutException("timeout")));
+        assertTrue(ReplicationRejections.isUnconfirmed(new RuntimeException(
+                new org.apache.pulsar.client.impl.GeoReplicationUnconfirmedException("t", "p", 12, 3))));
+        assertTrue(ReplicationRejections.isDuplicateReceipt(new MessageIdImpl(-1, -1, -1)));
+        assertTrue(ReplicationRejections.isDuplicateReceipt(null));
+        assertFalse(ReplicationRejections.isDuplicateReceipt(new MessageIdImpl(7, 2, -1)));
+    }
+
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void oneGaugePerBrokerCountsRecordedAndHeldEntries() throws Exception {
+        InMemoryMetricReader reader = InMemoryMetricReader.create();
+        try (SdkMeterProvider meters = SdkMeterProvider.builder().registerMetricReader(reader).build()) {
+            stored.put(KEY3, "held: duplicate");
+            ReplicationRejections first = new ReplicationRejections("a", cursor, executor, stopped::get,
+                    meters.get("broker"));
+            stored.clear();
+            stored.put(KEY4, "size");
+            ReplicationRejections second = new ReplicationRejections("b", cursor, executor, stopped::get,
+                    meters.get("broker"));
+            assertEquals(count(reader, "held"), 1);
+            assertEquals(count(reader, "recorded"), 1);
+            first.close();
+            second.close();
+            assertEquals(count(reader, "held"), 0);
+        }
+    }
+
+    private static long count(InMemoryMetricReader reader, String state) {
+        return reader.collectAllMetrics().stream()
+                .filter(metric -> metric.getName().equals(ReplicationRejections.REJECTED_GAUGE))
+                .flatMap(metric -> metric.getLongSumData().getPoints().stream())
+                .filter(point -> state.equals(point.getAttributes().get(STATE)))
+                .mapToLong(LongPointData::getValue)
+                .sum();
+    }
+}
