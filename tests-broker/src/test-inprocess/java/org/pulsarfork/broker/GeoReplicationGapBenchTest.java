@@ -48,6 +48,7 @@ import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.impl.MessageIdImpl;
 import org.apache.pulsar.zookeeper.LocalBookkeeperEnsemble;
 import org.apache.pulsar.zookeeper.ZookeeperServerTest;
+import org.pulsarfork.bench.BenchGroups;
 import org.testng.annotations.AfterClass;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
@@ -145,8 +146,23 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
         String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/moved");
         Set<String> onRemote = new HashSet<>();
         try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
-            moveToABrokerWithoutTheClientRecord(topic);
-            admin2.topicPolicies().removeMaxMessageSize(topic);
+            // The limit is lifted while no broker owns the source topic: the new owner's producer never sees a
+            // refusal, so only a record the previous owner wrote down can tell its duplicate receipt apart.
+            if (!BenchGroups.onUpstream()) {
+                // Ours: the refusal is on the cursor before the topic moves (upstream has nothing to check here).
+                await().atMost(WAIT).until(() -> rejectionMarkers(topic).equals(Map.of(e3Key(), 0L)));
+            }
+            moveToABrokerWithoutTheClientRecord(topic, () -> {
+                admin2.topicPolicies().removeMaxMessageSize(topic);
+                // Until the remote broker enforces the lifted limit (topic policies apply asynchronously), a
+                // message of E3's size from another producer is refused there.
+                try (Producer<String> probe = client2.newProducer(Schema.STRING).topic(topic).create()) {
+                    await().atMost(WAIT).ignoreExceptions().until(() -> {
+                        probe.send("probe:" + "x".repeat(4096));
+                        return true;
+                    });
+                }
+            });
             await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") || replicationBacklog(topic) > 0;
@@ -158,6 +174,8 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
             assertFalse(onRemote.contains("E3"), "held, not republished");
             assertEquals(replicationBacklog(topic), 1);
             assertEquals(rejectionMarkers(topic), Map.of(e3Key(), 1L), "stats-internal shows E3 held");
+            assertEquals(replicatorCursorProperties(topic).get(e3Key()),
+                    "held: the remote answered the resend as a duplicate", "held by the durable record");
 
             // The operator path (docs/geo-replication.md): publish the held entry to the remote, then skip it.
             byte[] held = admin1.topics().getMessageById(topic, e3.getLedgerId(), e3.getEntryId()).getData();
@@ -174,9 +192,16 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
         }
     }
 
-    /** Unloads the source topic, replaces the broker's replication client, loads the topic again. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /**
+     * Unloads the source topic, replaces the broker's replication client, runs {@code whileUnloaded}, loads the
+     * topic again.
+     */
     @SuppressWarnings("unchecked")
-    private void moveToABrokerWithoutTheClientRecord(String topic) throws Exception {
+    private void moveToABrokerWithoutTheClientRecord(String topic, Step whileUnloaded) throws Exception {
         admin1.topics().unload(topic);
         Field field = BrokerService.class.getDeclaredField("replicationClients");
         field.setAccessible(true);
@@ -184,6 +209,7 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
         if (previous != null) {
             previous.closeAsync();
         }
+        whileUnloaded.run();
         pulsar1.getBrokerService().getTopic(topic, false).get(10, TimeUnit.SECONDS);
         waitReplicatorStarted(topic);
     }
@@ -211,6 +237,13 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
 
     private String e3Key() {
         return PROPERTY_PREFIX + e3.getLedgerId() + ":" + e3.getEntryId();
+    }
+
+    /** The replicator cursor's properties as written (with their values), from the broker that owns it. */
+    private Map<String, String> replicatorCursorProperties(String topic) throws Exception {
+        return ((org.apache.pulsar.broker.service.persistent.PersistentTopic) pulsar1.getBrokerService()
+                .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getManagedLedger()
+                .openCursor("pulsar.repl." + cluster2).getCursorProperties();
     }
 
     /** The rejection records stats-internal shows on the replicator cursor. */

@@ -28,7 +28,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
@@ -52,7 +51,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every property write goes through one chain per cursor: upstream writes cursor properties with the
  * version read at call time, so two writes in flight fail all but one. A failed write is retried (100 ms,
- * doubling to 10 s) until it is written or the replicator stops.
+ * doubling to 10 s) until it is written or the cursor is closed, also after the replicator stopped: a record
+ * given up there is what the next owner would miss. The rewind waits for the record's write, but not
+ * forever: after {@link #REWIND_AFTER_FAILED_WRITES} failed attempts it goes ahead (the in-memory record
+ * still holds the resend's duplicate receipt; the write goes on being retried), because a cursor whose
+ * cached metadata version went stale fails every property write until its next ledger switch, which
+ * needs the acks that replication would bring.
  */
 public class ReplicationRejections {
     /** Cursor property key prefix; the key ends with {@code <ledgerId>:<entryId>}. */
@@ -68,25 +72,27 @@ public class ReplicationRejections {
     // The live instances of each broker (its Meter), so that the gauge is registered once per broker.
     private static final Map<Meter, Set<ReplicationRejections>> LIVE = new WeakHashMap<>();
     private static final long FIRST_RETRY_MILLIS = 100;
+    /** Failed attempts at a record's write after which the rewind no longer waits for it. */
+    static final int REWIND_AFTER_FAILED_WRITES = 5;
     private static final long MAX_RETRY_MILLIS = TimeUnit.SECONDS.toMillis(10);
 
     private final String replicatorId;
     private final ManagedCursor cursor;
     private final ScheduledExecutorService executor;
-    private final BooleanSupplier stopped;
     // Position -> value as written (or being written). Bounded by the rejections not yet released.
     private final Map<Position, String> records = new ConcurrentHashMap<>();
+    // The rewinds waiting for a record's write, by position.
+    private final Map<Position, CompletableFuture<Void>> recordWrites = new ConcurrentHashMap<>();
     private final Object writeLock = new Object();
     private CompletableFuture<Void> writes = CompletableFuture.completedFuture(null);
 
     private final Meter meter;
 
     public ReplicationRejections(String replicatorId, ManagedCursor cursor, ScheduledExecutorService executor,
-                                 BooleanSupplier stopped, Meter meter) {
+                                 Meter meter) {
         this.replicatorId = replicatorId;
         this.cursor = cursor;
         this.executor = executor;
-        this.stopped = stopped;
         this.meter = meter;
         loadRecords();
         if (meter != null) {
@@ -167,16 +173,28 @@ public class ReplicationRejections {
     }
 
     /**
-     * Writes the rejection down; the returned future completes once it is durable (or the replicator
-     * stopped, exceptionally). The caller rewinds only then.
+     * Writes the rejection down. The returned future (never exceptional) completes once the record is durable,
+     * or after {@link #REWIND_AFTER_FAILED_WRITES} failed attempts, or when the cursor is closed: the caller
+     * rewinds then.
      */
     public CompletableFuture<Void> recordRejection(Position position, String reason) {
-        String value = reason == null || reason.isEmpty() ? "rejected" : reason;
-        if (records.putIfAbsent(position, value) != null) {
-            // Already recorded (a rewind resends it and the remote refuses it again): the write is in the chain.
-            return enqueue(() -> CompletableFuture.completedFuture(null));
+        if (isReleased(position)) {
+            // A late report for a copy the remote stored meanwhile (the entry is deleted): nothing to hold.
+            return CompletableFuture.completedFuture(null);
         }
-        return enqueue(() -> cursor.putCursorProperty(key(position), value));
+        String value = reason == null || reason.isEmpty() ? "rejected" : reason;
+        CompletableFuture<Void> rewind = new CompletableFuture<>();
+        synchronized (writeLock) {
+            if (records.putIfAbsent(position, value) != null) {
+                // Already recorded (a rewind resent it and the remote refused it again): wait for the same write.
+                return recordWrites.getOrDefault(position, CompletableFuture.completedFuture(null));
+            }
+            recordWrites.put(position, rewind);
+        }
+        rewind.whenComplete((v, e) -> recordWrites.remove(position, rewind));
+        enqueue(() -> cursor.putCursorProperty(key(position), value), rewind)
+                .whenComplete((v, e) -> rewind.complete(null));
+        return rewind;
     }
 
     public boolean isRecorded(Position position) {
@@ -193,23 +211,26 @@ public class ReplicationRejections {
      * have the message and will drop it from this producer again. It stays on the source until released.
      */
     public void hold(Position position, String reason) {
+        if (isReleased(position)) {
+            return;
+        }
         String value = HELD + (reason == null ? "a duplicate receipt for a rejected message" : reason);
         String before = records.put(position, value);
         if (before != null && before.startsWith(HELD)) {
             return;
         }
-        log.error("[{}] Replication gap held at {}: the remote cluster rejected this message, then dropped its"
-                + " resend as a duplicate; it stays in the replication backlog and is not sent again. Release it"
-                + " after publishing it to the remote yourself, or to give it up: pulsar-admin topics skip"
-                + " <topic> -s <replicator subscription> -n 1 (docs/geo-replication.md, 'Releasing a held gap')",
-                replicatorId, position);
-        enqueue(() -> cursor.putCursorProperty(key(position), value));
+        log.error("[{}] Replication gap held at {}: the remote cluster rejected this message, then answered its"
+                + " resend as a duplicate; it stays in the replication backlog and is not sent again. Check on the"
+                + " remote first (a stored copy whose receipt was lost also answers as a duplicate), copy it there"
+                + " if missing, then release it: pulsar-admin topics skip <topic> -s <replicator subscription>"
+                + " -n 1 (docs/geo-replication.md, 'Releasing a held entry')", replicatorId, position);
+        enqueue(() -> cursor.putCursorProperty(key(position), value), null);
     }
 
     /** A real receipt: the remote stored the message. */
     public void confirmed(Position position) {
         if (records.remove(position) != null) {
-            enqueue(() -> cursor.removeCursorProperty(key(position)));
+            enqueue(() -> cursor.removeCursorProperty(key(position)), null);
         }
     }
 
@@ -248,6 +269,11 @@ public class ReplicationRejections {
         }
     }
 
+    /** No record yet, or nothing to release: the cheap check the replicator makes on every stats update. */
+    public boolean isEmpty() {
+        return records.isEmpty();
+    }
+
     private boolean isReleased(Position position) {
         Position markDelete = cursor.getMarkDeletedPosition();
         return (markDelete != null && position.compareTo(markDelete) <= 0) || cursor.isMessageDeleted(position);
@@ -264,7 +290,7 @@ public class ReplicationRejections {
                 return;
             }
             if (isReleased(position)) {
-                enqueue(() -> cursor.removeCursorProperty(key));
+                enqueue(() -> cursor.removeCursorProperty(key), null);
             } else {
                 records.put(position, value);
             }
@@ -278,21 +304,23 @@ public class ReplicationRejections {
         CompletableFuture<Void> start();
     }
 
-    // One write at a time, each retried until done: the next starts after it.
-    private CompletableFuture<Void> enqueue(Write write) {
+    // One write at a time, each retried until done: the next starts after it. impatient, if given, is
+    // completed after REWIND_AFTER_FAILED_WRITES failed attempts.
+    private CompletableFuture<Void> enqueue(Write write, CompletableFuture<Void> impatient) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         synchronized (writeLock) {
             writes = writes.handle((v, e) -> null).thenCompose(v -> {
-                attempt(write, done, FIRST_RETRY_MILLIS);
+                attempt(write, done, impatient, 1, FIRST_RETRY_MILLIS);
                 return done.handle((x, e) -> null);
             });
         }
         return done;
     }
 
-    private void attempt(Write write, CompletableFuture<Void> done, long retryMillis) {
-        if (stopped.getAsBoolean()) {
-            done.completeExceptionally(new IllegalStateException(replicatorId + " stopped"));
+    private void attempt(Write write, CompletableFuture<Void> done, CompletableFuture<Void> impatient, int attempt,
+                         long retryMillis) {
+        if (cursor.isClosed()) {
+            done.completeExceptionally(new IllegalStateException(replicatorId + ": the cursor is closed"));
             return;
         }
         CompletableFuture<Void> started;
@@ -306,10 +334,18 @@ public class ReplicationRejections {
                 done.complete(null);
                 return;
             }
-            log.warn("[{}] Writing a replication rejection record failed, retrying in {} ms: {}", replicatorId,
-                    retryMillis, e.toString());
-            executor.schedule(() -> attempt(write, done, Math.min(retryMillis * 2, MAX_RETRY_MILLIS)),
-                    retryMillis, TimeUnit.MILLISECONDS);
+            log.warn("[{}] Writing a replication rejection record failed (attempt {}), retrying in {} ms: {}",
+                    replicatorId, attempt, retryMillis, e.toString());
+            if (impatient != null && attempt >= REWIND_AFTER_FAILED_WRITES) {
+                impatient.complete(null);
+            }
+            try {
+                executor.schedule(() -> attempt(write, done, impatient, attempt + 1,
+                        Math.min(retryMillis * 2, MAX_RETRY_MILLIS)), retryMillis, TimeUnit.MILLISECONDS);
+            } catch (RuntimeException rejected) {
+                // The broker's executor is shutting down.
+                done.completeExceptionally(rejected);
+            }
         });
     }
 
