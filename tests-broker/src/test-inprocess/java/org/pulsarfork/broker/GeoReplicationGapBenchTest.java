@@ -39,6 +39,7 @@ import org.apache.pulsar.broker.BrokerTestUtil;
 import org.apache.pulsar.broker.ServiceConfiguration;
 import org.apache.pulsar.broker.service.BrokerService;
 import org.apache.pulsar.broker.service.OneWayReplicatorTestBase;
+import org.apache.pulsar.broker.service.persistent.ReplicationRejections;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
@@ -149,8 +150,9 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
             // The limit is lifted while no broker owns the source topic: the new owner's producer never sees a
             // refusal, so only a record the previous owner wrote down can tell its duplicate receipt apart.
             if (!BenchGroups.onUpstream()) {
-                // Ours: the refusal is on the cursor before the topic moves (upstream has nothing to check here).
-                await().atMost(WAIT).until(() -> rejectionMarkers(topic).equals(Map.of(e3Key(), 0L)));
+                // Ours: the refusal is on the cursor before the topic moves (upstream has nothing to check here):
+                // recorded (0), or already held (1) if a resend was answered as a duplicate before the move.
+                await().atMost(WAIT).until(() -> rejectionMarkers(topic).containsKey(e3Key()));
             }
             moveToABrokerWithoutTheClientRecord(topic, () -> {
                 admin2.topicPolicies().removeMaxMessageSize(topic);
@@ -174,8 +176,10 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
             assertFalse(onRemote.contains("E3"), "held, not republished");
             assertEquals(replicationBacklog(topic), 1);
             assertEquals(rejectionMarkers(topic), Map.of(e3Key(), 1L), "stats-internal shows E3 held");
-            assertEquals(replicatorCursorProperties(topic).get(e3Key()),
-                    "held: the remote answered the resend as a duplicate", "held by the durable record");
+            // The new owner's producer never saw a refusal: the hold comes from the record on the cursor, made
+            // before the move (then the entry is not even resent) or after it, by the broker's own check.
+            String record = replicatorCursorProperties(topic).get(e3Key());
+            assertTrue(record != null && record.startsWith(ReplicationRejections.HELD), "record: " + record);
 
             // The operator path (docs/geo-replication.md): publish the held entry to the remote, then skip it.
             byte[] held = admin1.topics().getMessageById(topic, e3.getLedgerId(), e3.getEntryId()).getData();
