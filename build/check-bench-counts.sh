@@ -31,7 +31,13 @@ echo "==== bench counts for upstream line $line ($(basename "$(dirname "$target"
 # A suite of "-": tests-broker, without upstream suites and with the mixed jar set (upstream's broker
 # jar on our managed-ledger jar).
 runs="ours upstream upstream-suites"
-[ "$suite" != "-" ] || runs="ours upstream mixed"
+if [ "$suite" = "-" ]; then
+  runs="ours upstream mixed"
+  # Upstream's broker test classes (lines with a pulsar-broker test-jar); on upstream's jars only in the long run.
+  for optional in upstream-broker-suites upstream-broker-suites-upstream; do
+    [ ! -d "$target/bench-reports/$optional" ] || runs="$runs $optional"
+  done
+fi
 for run in $runs; do
   dir=$target/bench-reports/$run
   files=$(ls "$dir"/TEST-*.xml 2>/dev/null || true)

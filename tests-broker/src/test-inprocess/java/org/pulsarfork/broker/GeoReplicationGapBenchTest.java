@@ -30,28 +30,17 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.pulsar.broker.BrokerTestUtil;
-import org.apache.pulsar.broker.ServiceConfiguration;
 import org.apache.pulsar.broker.service.BrokerService;
-import org.apache.pulsar.broker.service.OneWayReplicatorTestBase;
 import org.apache.pulsar.broker.service.persistent.ReplicationRejections;
 import org.apache.pulsar.client.api.Consumer;
-import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.impl.MessageIdImpl;
-import org.apache.pulsar.zookeeper.LocalBookkeeperEnsemble;
-import org.apache.pulsar.zookeeper.ZookeeperServerTest;
 import org.pulsarfork.bench.BenchGroups;
-import org.testng.annotations.AfterClass;
-import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
@@ -59,45 +48,16 @@ import org.testng.annotations.Test;
  * dedup check (a topic-level maximum message size), stores E4 and E5, then the limit is lifted and the
  * resend of E3 is answered as a duplicate. Upstream completed it as persisted and deleted E3 on the
  * source: the replication backlog drained with E3 on neither side. The rule checked: while E3 has not
- * reached the remote, the source keeps it.
+ * reached the remote, the source keeps it. The remote here runs without our fence, as upstream's remote
+ * does ({@link GeoReplicationFenceBenchTest} has ours): the source side alone must keep E3.
  */
-public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
-    private static final Duration WAIT = Duration.ofSeconds(60);
-    private static final Duration CLEANUP_WAIT = Duration.ofSeconds(90);
+public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
     private MessageIdImpl e3;
 
+    /** The remote behaves as upstream's: the source's record alone keeps E3. */
     @Override
-    @BeforeClass(alwaysRun = true, timeOut = 300_000)
-    public void setup() throws Exception {
-        super.setup();
-    }
-
-    @Override
-    @AfterClass(alwaysRun = true, timeOut = 300_000)
-    public void cleanup() throws Exception {
-        // Upstream's two-cluster cleanup has hung once here for its whole 300 s, in BookKeeper's client close
-        // (PerChannelBookieClient.closeInternal, on the upstream jars). The test verdicts are in by now and
-        // the forked JVM ends with the class, so a hung close is reported, not turned into a failure.
-        CompletableFuture<Void> closed = CompletableFuture.runAsync(() -> {
-            try {
-                super.cleanup();
-            } catch (Exception e) {
-                throw new CompletionException(e);
-            }
-        });
-        try {
-            closed.get(CLEANUP_WAIT.toSeconds(), TimeUnit.SECONDS);
-        } catch (TimeoutException e) {
-            System.out.printf("[cleanup] the two clusters did not close within %d s; left to the JVM's exit%n",
-                    CLEANUP_WAIT.toSeconds());
-        }
-    }
-
-    @Override
-    protected void setConfigDefaults(ServiceConfiguration config, String clusterName,
-                                     LocalBookkeeperEnsemble bookkeeperEnsemble, ZookeeperServerTest zk) {
-        super.setConfigDefaults(config, clusterName, bookkeeperEnsemble, zk);
-        config.setBrokerDeduplicationEnabled(true);
+    protected boolean remoteFences() {
+        return false;
     }
 
     @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
@@ -105,8 +65,7 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
         String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/gap");
         admin1.topics().createNonPartitionedTopic(topic);
         waitReplicatorStarted(topic);
-        admin2.topicPolicies().setMaxMessageSize(topic, 1024);
-        await().atMost(WAIT).until(() -> Integer.valueOf(1024).equals(admin2.topicPolicies().getMaxMessageSize(topic)));
+        limitRemoteMessageSize(topic);
 
         try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
                 .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
@@ -222,8 +181,7 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
     private Consumer<String> rejectE3AndStoreE4E5(String topic, Set<String> onRemote) throws Exception {
         admin1.topics().createNonPartitionedTopic(topic);
         waitReplicatorStarted(topic);
-        admin2.topicPolicies().setMaxMessageSize(topic, 1024);
-        await().atMost(WAIT).until(() -> Integer.valueOf(1024).equals(admin2.topicPolicies().getMaxMessageSize(topic)));
+        limitRemoteMessageSize(topic);
         Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
                 .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
         try (Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
@@ -248,33 +206,5 @@ public class GeoReplicationGapBenchTest extends OneWayReplicatorTestBase {
         return ((org.apache.pulsar.broker.service.persistent.PersistentTopic) pulsar1.getBrokerService()
                 .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getManagedLedger()
                 .openCursor("pulsar.repl." + cluster2).getCursorProperties();
-    }
-
-    /** The rejection records stats-internal shows on the replicator cursor. */
-    private Map<String, Long> rejectionMarkers(String topic) throws Exception {
-        Map<String, Long> markers = new TreeMap<>();
-        admin1.topics().getInternalStats(topic).cursors.forEach((name, cursor) -> {
-            if (name.startsWith("pulsar.repl") && cursor.properties != null) {
-                cursor.properties.forEach((key, value) -> {
-                    if (key.startsWith(PROPERTY_PREFIX)) {
-                        markers.put(key, value);
-                    }
-                });
-            }
-        });
-        return markers;
-    }
-
-    private long replicationBacklog(String topic) throws Exception {
-        return admin1.topics().getStats(topic).getReplication().get(cluster2).getReplicationBacklog();
-    }
-
-    private static void receiveAvailable(Consumer<String> consumer, Set<String> received) throws Exception {
-        Message<String> msg;
-        while ((msg = consumer.receive(100, TimeUnit.MILLISECONDS)) != null) {
-            String value = msg.getValue();
-            received.add(value.startsWith("E3:") ? "E3" : value);
-            consumer.acknowledge(msg);
-        }
     }
 }

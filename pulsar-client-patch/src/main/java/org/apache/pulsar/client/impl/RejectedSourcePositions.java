@@ -31,7 +31,8 @@ import java.util.WeakHashMap;
  *
  * <p>One record per client, topic and producer name, shared by the producers the replicator creates one
  * after another on that client (a producer is re-created after a disconnect, while the source entries it
- * saw rejected are still to be resent). A new client, as after a broker restart, starts empty.
+ * saw rejected are still to be resent). A new client, as after a broker restart, starts empty. A record
+ * that holds no rejection is dropped when its producer closes.
  */
 final class RejectedSourcePositions {
     // A value class rather than a record: 4.0.8's pulsar-client-original is built for Java 8.
@@ -86,6 +87,27 @@ final class RejectedSourcePositions {
         synchronized (SHARED) {
             return SHARED.computeIfAbsent(client, c -> new HashMap<>())
                     .computeIfAbsent(topic + " " + producerName, name -> new RejectedSourcePositions());
+        }
+    }
+
+    /**
+     * A producer using {@code record} closed: the record is dropped if it holds no rejection, so that the map
+     * holds only the topics with a rejection not yet confirmed.
+     */
+    static void releaseIfEmpty(PulsarClientImpl client, String topic, String producerName,
+                               RejectedSourcePositions record) {
+        if (client == null || producerName == null) {
+            return;
+        }
+        synchronized (SHARED) {
+            Map<String, RejectedSourcePositions> records = SHARED.get(client);
+            String key = topic + " " + producerName;
+            if (records != null && records.get(key) == record && record.size() == 0) {
+                records.remove(key);
+                if (records.isEmpty()) {
+                    SHARED.remove(client);
+                }
+            }
         }
     }
 

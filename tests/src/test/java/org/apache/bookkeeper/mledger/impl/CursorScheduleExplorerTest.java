@@ -19,13 +19,19 @@
 package org.apache.bookkeeper.mledger.impl;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.fail;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.bookkeeper.common.util.OrderedExecutor;
 import org.apache.bookkeeper.mledger.ManagedLedgerFactoryConfig;
 import org.apache.logging.log4j.Level;
@@ -66,7 +72,12 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
         config.setCursorPositionFlushSeconds(1_000_000);
     }
 
-    @Test(timeOut = 900_000)
+    // No TestNG timeOut: a long run (-Dexplorer.maxSeconds) outlasts any fixed one. A hang is a schedule that
+    // does not finish: the watchdog in explore() fails the test when none has finished for this long.
+    private static final long STALLED_SECONDS = 120;
+    private volatile long lastProgressNanos;
+
+    @Test
     public void exploreSchedules() throws Exception {
         // Thousands of schedules of injected faults: the cursor's INFO and WARN logging would dominate the run
         // (log4j2-test.xml sets org.apache.bookkeeper.mledger to INFO).
@@ -79,9 +90,36 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 Configurator.setLevel(names[i], Level.ERROR);
             }
         }
+        ExecutorService runner = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "explorer");
+            t.setDaemon(true);
+            return t;
+        });
         try {
-            explore();
+            lastProgressNanos = System.nanoTime();
+            Future<?> exploring = runner.submit(() -> {
+                explore();
+                return null;
+            });
+            while (true) {
+                try {
+                    exploring.get(1, TimeUnit.SECONDS);
+                    break;
+                } catch (TimeoutException e) {
+                    long stalled = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastProgressNanos);
+                    if (stalled >= STALLED_SECONDS) {
+                        exploring.cancel(true);
+                        fail("no schedule finished for " + stalled + " s: a schedule hangs\n" + threadDump());
+                    }
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof Exception) {
+                        throw (Exception) e.getCause();
+                    }
+                    throw (Error) e.getCause();
+                }
+            }
         } finally {
+            runner.shutdownNow();
             for (int i = 0; i < names.length; i++) {
                 Configurator.setLevel(names[i], levels[i]);
             }
@@ -177,6 +215,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
             ExplorerRun run = runOne(plan, "explorer-" + seed, recovery, harness, ours, replay != null, coverage,
                     grace);
             ran++;
+            lastProgressNanos = System.nanoTime();
             if (replay != null) {
                 System.out.println("explorer replay of " + run.trace());
                 if (Boolean.getBoolean("explorer.shrink") && !run.violations().isEmpty()) {
@@ -223,6 +262,17 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
             }
             assertEquals(unexpected, List.of(), "schedules violating the cursor contract on our jar:\n" + summary);
         }
+    }
+
+    private static String threadDump() {
+        StringBuilder dump = new StringBuilder();
+        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+            dump.append(e.getKey().getName()).append('\n');
+            for (StackTraceElement frame : e.getValue()) {
+                dump.append("    at ").append(frame).append('\n');
+            }
+        }
+        return dump.toString();
     }
 
     /**

@@ -20,10 +20,13 @@ package org.apache.pulsar.client.impl;
 
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertNotNull;
+import static org.testng.Assert.assertNotSame;
+import static org.testng.Assert.assertSame;
 import static org.testng.Assert.assertTrue;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.embedded.EmbeddedChannel;
@@ -275,6 +278,26 @@ public class GeoReplicationUnconfirmedBenchTest {
         assertTrue(e4Again.succeeded() && e6.succeeded());
         assertEquals(e6.messageId, new MessageIdImpl(9, 2, -1));
         assertEquals(e4Again.messageId, new MessageIdImpl(-1, -1, -1), "not E6's target position");
+    }
+
+    /**
+     * Bounded state (issue 13, finding 4): the record shared by the replicator's producers on this client
+     * outlives a closed producer only while it holds a rejection.
+     */
+    @Test(groups = FORK_ONLY)
+    public void aClosedProducersRecordIsKeptOnlyWhileItHoldsARejection() {
+        String name = "pulsar.repl.r1-->r2";
+        RejectedSourcePositions unused = RejectedSourcePositions.shared(client, TOPIC, name);
+        producer.closeAsync();
+        producer = newProducer();
+        assertNotSame(RejectedSourcePositions.shared(client, TOPIC, name), unused, "an empty record is released");
+
+        rejectE3AsNotAllowedAndStoreE4E5();
+        RejectedSourcePositions holding = RejectedSourcePositions.shared(client, TOPIC, name);
+        producer.closeAsync();
+        producer = newProducer();
+        assertSame(RejectedSourcePositions.shared(client, TOPIC, name), holding, "kept for the next producer");
+        assertTrue(holding.contains(L, 3));
     }
 
     /** Controls: without a rejection, -1/-1 is a legitimate duplicate, and a real receipt clears a rejection. */

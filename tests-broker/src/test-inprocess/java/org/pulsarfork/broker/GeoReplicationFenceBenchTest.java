@@ -1,0 +1,144 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.pulsarfork.broker;
+
+import static org.awaitility.Awaitility.await;
+import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.broker.BrokerTestUtil;
+import org.apache.pulsar.client.admin.LongRunningProcessStatus;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.Reader;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.pulsarfork.bench.BenchGroups;
+import org.testng.annotations.Test;
+
+/**
+ * The report's timeline (#26113) with our remote: it refuses E3 before its dedup check (a topic-level maximum
+ * message size) while E4 and E5 follow. Upstream's remote stores E4 and E5, its high-water mark passes E3, and
+ * the resend of E3 after the limit is lifted is answered as a duplicate: E3 is deleted on the source and never
+ * reaches the remote. Ours fences the replicator's producer at E3: E4 and E5 wait, and E3, E4, E5 arrive in
+ * source order once E3 is accepted; nothing is held and the backlog drains.
+ */
+public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
+    @Override
+    protected boolean remoteFences() {
+        return true;
+    }
+
+    @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
+    public void aMessageRefusedOnceReachesTheRemoteInSourceOrder() throws Exception {
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/fence");
+        admin1.topics().createNonPartitionedTopic(topic);
+        waitReplicatorStarted(topic);
+        limitRemoteMessageSize(topic);
+        List<String> onRemote = new ArrayList<>();
+        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                     .create()) {
+            source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
+            source.send("E4");
+            source.send("E5");
+            // The remote refused E3: upstream's has E4 and E5 by then, ours fenced the replicator's producer.
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return BenchGroups.onUpstream() ? onRemote.contains("E5") : remoteFencedProducers(topic) == 1;
+            });
+            if (!BenchGroups.onUpstream()) {
+                // While E3 is refused, the replicator keeps sending E3, E4, E5: none of them passes.
+                await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5)).until(() -> {
+                    receiveAvailable(remote, onRemote);
+                    return onRemote.isEmpty() && replicationBacklog(topic) >= 3;
+                });
+            }
+
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.size() >= 3 && replicationBacklog(topic) == 0;
+            });
+            assertEquals(onRemote, List.of("E3", "E4", "E5"), "in source order, each once");
+            if (!BenchGroups.onUpstream()) {
+                assertEquals(remoteFencedProducers(topic), 0);
+                await().atMost(WAIT).until(() -> rejectionMarkers(topic).isEmpty());
+                assertTrue(rejectionMarkers(topic).isEmpty(), "nothing held: " + rejectionMarkers(topic));
+            }
+        }
+    }
+
+    /**
+     * Issue 13, test 4: on a compacted remote topic, key K's v1 is refused once and v2 follows: the compacted
+     * value is v2. (Upstream's remote gives v2 too, having dropped v1; the removed gap healer republished v1
+     * after v2, and v1 won.) Ours also keeps v1 before v2 in the topic itself.
+     */
+    @Test(timeOut = 240_000)
+    public void aKeyRefusedOnceDoesNotOverwriteItsNewerValueOnACompactedRemote() throws Exception {
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/compacted");
+        admin1.topics().createNonPartitionedTopic(topic);
+        waitReplicatorStarted(topic);
+        limitRemoteMessageSize(topic);
+        List<String> onRemote = new ArrayList<>();
+        String v1 = "v1:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE);
+        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                     .create()) {
+            source.newMessage().key("K").value(v1).send();
+            source.newMessage().key("K").value("v2").send();
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return BenchGroups.onUpstream() ? onRemote.contains("v2") : remoteFencedProducers(topic) == 1;
+            });
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return replicationBacklog(topic) == 0 && onRemote.contains("v2");
+            });
+        }
+        if (!BenchGroups.onUpstream()) {
+            assertEquals(onRemote, List.of("v1", "v2"), "in source order");
+        }
+        admin2.topics().triggerCompaction(topic);
+        await().atMost(WAIT).until(() -> admin2.topics().compactionStatus(topic).status
+                == LongRunningProcessStatus.Status.SUCCESS);
+        Map<String, String> compacted = new HashMap<>();
+        try (Reader<String> reader = client2.newReader(Schema.STRING).topic(topic).readCompacted(true)
+                .startMessageId(MessageId.earliest).create()) {
+            while (reader.hasMessageAvailable()) {
+                Message<String> msg = reader.readNext(10, TimeUnit.SECONDS);
+                if (msg != null) {
+                    compacted.put(msg.getKey(), msg.getValue());
+                }
+            }
+        }
+        assertEquals(compacted, Map.of("K", "v2"));
+    }
+}
