@@ -111,3 +111,7 @@ fi
 printf 'patch.series=%s\npatch.series.sha256=%s\n' "${list:-none}" "$sum" > "$target/patch-series.properties"
 echo "series $series_dir: ${#names[@]} patch(es); replaced classes:"
 sed 's/^/    /' "$target/replaced-classes.txt"
+
+# The backport matrix (docs/patches.md) is generated from the series: a stale one fails the build.
+root=$(cd "$(dirname "$0")/.." && pwd)
+python3 "$root/build/patch-matrix.py" --check "$root/docs/patches.md"

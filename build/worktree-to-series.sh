@@ -45,3 +45,5 @@ sed -i '/^Date: /d' "$series_dir"/*.patch 2>/dev/null || true
   (cd "$series_dir" && ls -1 [0-9][0-9][0-9][0-9]-*.patch 2>/dev/null || true)
 } > "$series_dir/series"
 echo "$series_dir: $(grep -vc '^#' "$series_dir/series" || true) patch(es)"
+# The backport matrix follows the series.
+python3 "$root/build/patch-matrix.py" > "$root/docs/patches.md"

@@ -77,6 +77,8 @@ public class ReplicatorPublishFences {
     private final Function<String, long[]> highWaterMark;
     // By producer name; guarded by this: a producer reconnecting publishes from another connection thread.
     private final Map<String, Fence> fences = new HashMap<>();
+    // What was last logged per producer name (a stall refences at the same position on every resend: one WARN).
+    private final Map<String, String> lastWarned = new HashMap<>();
     private volatile boolean empty = true;
 
     /**
@@ -128,6 +130,7 @@ public class ReplicatorPublishFences {
     /** Deduplication was turned off: a fence left from before would refuse what it no longer protects. */
     public synchronized void clear() {
         fences.clear();
+        lastWarned.clear();
         empty = true;
     }
 
@@ -165,8 +168,11 @@ public class ReplicatorPublishFences {
             }
             if (fence.isTheRefusedOne(position)) {
                 remove(producerName);
-                log.info("[{}] Replicator producer {} sent {} again after {} fenced sends: fence lifted",
-                        topic.get(), producerName, format(position), fence.refusedSends);
+                // Debug only: a message refused for good lifts and re-raises the fence on every resend.
+                if (log.isDebugEnabled()) {
+                    log.debug("[{}] Replicator producer {} sent {} again after {} fenced sends: fence lifted",
+                            topic.get(), producerName, format(position), fence.refusedSends);
+                }
                 return null;
             }
             if (fence.lowestRefusedSince == null || compare(position, fence.lowestRefusedSince) < 0) {
@@ -216,8 +222,16 @@ public class ReplicatorPublishFences {
                 }
                 return;
             }
-            fences.put(producerName, new Fence(cause, highWater, position));
+            Fence fence = new Fence(cause, highWater, position);
+            fences.put(producerName, fence);
             empty = false;
+            String what = fence.describe() + " (" + cause + ")";
+            if (what.equals(lastWarned.put(producerName, what))) {
+                if (log.isDebugEnabled()) {
+                    log.debug("[{}] Replicator producer {}: {} refused again", topic.get(), producerName, what);
+                }
+                return;
+            }
         }
         log.warn("[{}] Replicator producer {}: {} refused ({}); its later messages are refused until it is stored,"
                         + " so that deduplication does not pass it", topic.get(), producerName,
