@@ -53,8 +53,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(1)
-@Warmup(iterations = 20)
-@Measurement(iterations = 40)
+@Warmup(iterations = 150)
+@Measurement(iterations = 100)
 public class CursorAckBenchmark {
     // One measured call acks a whole batch; the ledger it acks is prepared outside the measurement.
     static final int BATCH = 2_000;

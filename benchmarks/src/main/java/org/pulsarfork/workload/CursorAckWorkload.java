@@ -86,7 +86,7 @@ public class CursorAckWorkload {
     /** A fresh ledger with {@code batch} entries and a cursor at the start. */
     public void prepare() throws Exception {
         if (ledger != null) {
-            ledger.close();
+            closeQuietly(ledger);
         }
         ledger = factory.open("bench-" + round++, new ManagedLedgerConfig().setMaxEntriesPerLedger(batch + 1));
         cursor = ledger.openCursor("c");
@@ -115,7 +115,36 @@ public class CursorAckWorkload {
         }
         // Create the cursor ledger now: a batch measured while it is being created would count
         // whatever happened to queue meanwhile, not the steady state.
-        cursor.markDelete(positions.get(0));
+        createCursorLedger(positions.get(0));
+    }
+
+    /**
+     * The first mark-delete creates the cursor ledger. Now and then, on either jar, naming that ledger in the
+     * metadata store fails with BadVersion, and so does closing the ledger; nothing measured depends on it (a
+     * batch only starts on a fresh ledger whose cursor ledger exists). Retried, so that long runs do not end
+     * early.
+     */
+    private void createCursorLedger(Position first) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                cursor.markDelete(first);
+                return;
+            } catch (ManagedLedgerException.BadVersionException e) {
+                if (attempt == 3) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static void closeQuietly(ManagedLedger done) throws InterruptedException {
+        try {
+            done.close();
+        } catch (ManagedLedgerException.BadVersionException e) {
+            // See createCursorLedger: the ledger is not used again.
+        } catch (ManagedLedgerException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** Acks every entry (asynchronously, waiting for all callbacks); returns the cursor-ledger writes it took. */

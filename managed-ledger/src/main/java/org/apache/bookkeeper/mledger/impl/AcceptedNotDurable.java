@@ -34,7 +34,8 @@ import org.apache.bookkeeper.mledger.Position;
  * reset's state change supersedes every ack applied before it: "reset wins", the ack is ordered before
  * the reset.
  *
- * <p>Not thread-safe: the cursor guards it with the {@code pendingMarkDeleteOps} monitor.
+ * <p>Not thread-safe: the cursor guards it with the {@code pendingMarkDeleteOps} monitor, except
+ * {@link #mayHoldAny}.
  */
 final class AcceptedNotDurable<T> {
 
@@ -51,9 +52,21 @@ final class AcceptedNotDurable<T> {
     }
 
     private List<Held<T>> held = new ArrayList<>();
+    // The size of held, for a completing write that does not take the monitor when nothing is held.
+    private volatile int count;
 
     void add(T op, long seq, AppliedAck ack) {
         held.add(new Held<>(op, seq, ack));
+        count = held.size();
+    }
+
+    /**
+     * Whether an ack may be held, without the monitor. An ack added after this read returned false is
+     * settled as if this read had come before its add under the monitor: its adder schedules the write
+     * that holds it.
+     */
+    boolean mayHoldAny() {
+        return count > 0;
     }
 
     boolean isEmpty() {
@@ -98,6 +111,7 @@ final class AcceptedNotDurable<T> {
         }
         if (!removed.isEmpty()) {
             held = kept;
+            count = kept.size();
         }
         return removed;
     }

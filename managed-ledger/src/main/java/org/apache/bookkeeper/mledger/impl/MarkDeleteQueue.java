@@ -42,9 +42,11 @@ import org.apache.bookkeeper.mledger.Position;
  *       to drain ({@link #deferUntilWritesDrain}) instead of completing unwritten.</li>
  * </ul>
  *
- * <p>Not thread-safe: every method is called with the monitor of the queue's deque held, the
- * cursor's {@code pendingMarkDeleteOps}, which stays the storage so that code and tests reading
- * that field see the queued operations. No method runs a callback.
+ * <p>Every method but {@link #ackWriteFinished} and {@link #mayHaveQueued} is called with the monitor
+ * of the queue's deque held, the cursor's {@code pendingMarkDeleteOps}, which stays the storage so
+ * that code and tests reading that field see the queued operations. The writes in flight have a
+ * monitor of their own as well: an ack write completes without the queue monitor, which the
+ * submitting thread holds across its cursor-ledger add (issue 11). No method runs a callback.
  *
  * @param <T> the operation type (the cursor's {@code MarkDeleteEntry})
  */
@@ -81,12 +83,16 @@ final class MarkDeleteQueue<T> {
 
     private final Deque<T> ops;
     private final Predicate<T> isBarrier;
+    // Guarded by its own monitor too (see the class comment).
     private final Deque<InFlightWrite<T>> inFlight = new ArrayDeque<>();
     private final List<Runnable> afterBarrier = new ArrayList<>();
     private boolean barrierInFlight;
     private boolean headWaitsForWrites;
     // Barriers in ops: with none, a run of acks is the whole queue, taken in one copy (the hot case).
     private int barriersQueued;
+    // Whether ops is non-empty, for mayHaveQueued: written only when that changes (one fence per run of
+    // queued acks, not one per ack).
+    private volatile boolean queued;
 
     MarkDeleteQueue(Deque<T> ops, Predicate<T> isBarrier) {
         this.ops = ops;
@@ -98,10 +104,28 @@ final class MarkDeleteQueue<T> {
             barriersQueued++;
         }
         ops.addLast(op);
+        updateQueued();
     }
 
     boolean isEmpty() {
         return ops.isEmpty();
+    }
+
+    /**
+     * Whether an operation may be queued, without the monitor: a completing write that finds none need not
+     * take the monitor to flush. Whoever queues an operation that waits for the writes in flight to drain
+     * reads their count after queueing it (in {@link #next}), and the completion reads this after lowering
+     * that count: one of the two sees the other, so the operation is written by one of them.
+     */
+    boolean mayHaveQueued() {
+        return queued;
+    }
+
+    private void updateQueued() {
+        boolean nonEmpty = !ops.isEmpty();
+        if (queued != nonEmpty) {
+            queued = nonEmpty;
+        }
     }
 
     boolean isBarrierInFlight() {
@@ -123,6 +147,7 @@ final class MarkDeleteQueue<T> {
                 return null;
             }
             ops.pollFirst();
+            updateQueued();
             barriersQueued--;
             barrierInFlight = true;
             headWaitsForWrites = false;
@@ -135,12 +160,14 @@ final class MarkDeleteQueue<T> {
         if (barriersQueued == 0) {
             List<T> all = new ArrayList<>(ops);
             ops.clear();
+            updateQueued();
             return new Batch<>(all, false);
         }
         List<T> run = new ArrayList<>();
         while (!ops.isEmpty() && !isBarrier.test(ops.peekFirst())) {
             run.add(ops.pollFirst());
         }
+        updateQueued();
         return new Batch<>(run, false);
     }
 
@@ -152,6 +179,7 @@ final class MarkDeleteQueue<T> {
         for (int i = acks.size() - 1; i >= 0; i--) {
             ops.addFirst(acks.get(i));
         }
+        updateQueued();
         headWaitsForWrites = true;
     }
 
@@ -166,7 +194,9 @@ final class MarkDeleteQueue<T> {
         if (!waiters.isEmpty()) {
             w.waiters = new ArrayList<>(waiters);
         }
-        inFlight.addLast(w);
+        synchronized (inFlight) {
+            inFlight.addLast(w);
+        }
     }
 
     /**
@@ -174,28 +204,53 @@ final class MarkDeleteQueue<T> {
      * position at or after the operation's, issued after the operation was applied.
      */
     boolean attachToCoveringWrite(T op, Position position, long seq) {
-        Iterator<InFlightWrite<T>> it = inFlight.descendingIterator();
-        while (it.hasNext()) {
-            InFlightWrite<T> w = it.next();
-            if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0) {
-                if (w.waiters == null) {
-                    w.waiters = new ArrayList<>();
+        synchronized (inFlight) {
+            Iterator<InFlightWrite<T>> it = inFlight.descendingIterator();
+            while (it.hasNext()) {
+                InFlightWrite<T> w = it.next();
+                if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0) {
+                    if (w.waiters == null) {
+                        w.waiters = new ArrayList<>();
+                    }
+                    w.waiters.add(op);
+                    return true;
                 }
-                w.waiters.add(op);
-                return true;
             }
+            return false;
         }
-        return false;
     }
 
     /** Whether a write issued after the operation with sequence number {@code seq} was applied is in flight. */
     boolean writeInFlightCovering(long seq) {
-        for (InFlightWrite<T> w : inFlight) {
-            if (w.coveredSeq >= seq) {
-                return true;
+        synchronized (inFlight) {
+            for (InFlightWrite<T> w : inFlight) {
+                if (w.coveredSeq >= seq) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Forgets a completed ack write (durable or failed) and returns the operations attached to it, whose
+     * outcome is the write's. Called without the queue monitor: leaving the writes in flight is all an ack
+     * write changes here, so a thread holding the queue monitor can find the write in flight for one
+     * operation and gone for the next (attached to it, then deferred). Both are safe: draining is decided
+     * by the writes' count in flight, which still includes this write, so nothing that waits for the
+     * writes to drain (a barrier above all) starts before its completion has lowered that count.
+     */
+    List<T> ackWriteFinished(T write) {
+        synchronized (inFlight) {
+            for (Iterator<InFlightWrite<T>> it = inFlight.iterator(); it.hasNext(); ) {
+                InFlightWrite<T> w = it.next();
+                if (w.write == write) {
+                    it.remove();
+                    return w.waiters != null ? w.waiters : Collections.emptyList();
+                }
             }
         }
-        return false;
+        return Collections.emptyList();
     }
 
     /**
@@ -203,17 +258,7 @@ final class MarkDeleteQueue<T> {
      * outcome is the write's. When the write was the barrier's, releases what waited for it.
      */
     List<T> writeFinished(T write, boolean wasBarrier, List<Runnable> afterBarrierOut) {
-        List<T> waiters = Collections.emptyList();
-        for (Iterator<InFlightWrite<T>> it = inFlight.iterator(); it.hasNext(); ) {
-            InFlightWrite<T> w = it.next();
-            if (w.write == write) {
-                it.remove();
-                if (w.waiters != null) {
-                    waiters = w.waiters;
-                }
-                break;
-            }
-        }
+        List<T> waiters = ackWriteFinished(write);
         if (wasBarrier && barrierInFlight) {
             barrierInFlight = false;
             afterBarrierOut.addAll(afterBarrier);
@@ -231,6 +276,7 @@ final class MarkDeleteQueue<T> {
     List<T> drain() {
         List<T> all = new ArrayList<>(ops);
         ops.clear();
+        updateQueued();
         headWaitsForWrites = false;
         barriersQueued = 0;
         return all;
