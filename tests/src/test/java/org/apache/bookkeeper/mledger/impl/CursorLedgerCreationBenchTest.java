@@ -20,12 +20,18 @@ package org.apache.bookkeeper.mledger.impl;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import com.google.common.util.concurrent.ForwardingExecutorService;
 import com.google.common.util.concurrent.MoreExecutors;
 import java.lang.reflect.Field;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.bookkeeper.client.PulsarMockBookKeeper;
+import org.apache.bookkeeper.client.PulsarMockLedgerHandle;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.Position;
 import org.testng.annotations.Test;
@@ -43,7 +49,9 @@ public class CursorLedgerCreationBenchTest extends CursorBenchBase {
     /**
      * A cursor without a cursor ledger (as opened) creates one for its first mark-delete, and flushes that
      * mark-delete into it. With the mock bookie answering inside the add call, the flushed write completes
-     * before the flush returns: deterministically what a fast bookie does now and then.
+     * before the flush returns: deterministically what a fast bookie does now and then. Upstream then starts
+     * a second cursor ledger; ours, whose completion of that write runs off the queue monitor, would only
+     * race it, so the test also checks the cause: the cursor is open before the flushed write is issued.
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aWriteFlushedByANewCursorLedgerDoesNotStartAnother() throws Exception {
@@ -52,13 +60,36 @@ public class CursorLedgerCreationBenchTest extends CursorBenchBase {
         List<Position> p = openWithEntries(ledger, cursor, 10);
         long before = ledgersCreated();
 
-        ExecutorService bookie = bookieExecutor(MoreExecutors.newDirectExecutorService());
+        // The state the cursor is in whenever the bookie works for a cursor ledger that has its first record:
+        // the flushed write is issued by then, and must be issued to an open cursor.
+        List<String> statesAfterFirstRecord = new CopyOnWriteArrayList<>();
+        ExecutorService inline = new ForwardingExecutorService() {
+            private final ExecutorService direct = MoreExecutors.newDirectExecutorService();
+
+            @Override
+            protected ExecutorService delegate() {
+                return direct;
+            }
+
+            @Override
+            public void execute(Runnable task) {
+                PulsarMockLedgerHandle cursorLedger = bkc.getLedgerMap().get(cursor.getCursorLedger());
+                if (cursorLedger != null && cursorLedger.getLastAddConfirmed() >= 0) {
+                    statesAfterFirstRecord.add(cursor.getState());
+                }
+                direct.execute(task);
+            }
+        };
+        ExecutorService bookie = bookieExecutor(inline);
         try {
             cursor.markDelete(p.get(3));
         } finally {
             bookieExecutor(bookie);
         }
         assertEquals(ledgersCreated() - before, 1, "cursor ledgers created for the cursor's first write");
+        assertFalse(statesAfterFirstRecord.isEmpty(), "the flushed write went through the bookie");
+        assertEquals(new HashSet<>(statesAfterFirstRecord), Set.of("Open"),
+                "the cursor's state while its new ledger takes the flushed write");
 
         cursor.markDelete(p.get(6));
         assertEquals(ledgersCreated() - before, 1, "cursor ledgers created");
