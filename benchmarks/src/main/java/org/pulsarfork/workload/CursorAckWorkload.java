@@ -119,10 +119,10 @@ public class CursorAckWorkload {
     }
 
     /**
-     * The first mark-delete creates the cursor ledger. Now and then, on either jar, naming that ledger in the
-     * metadata store fails with BadVersion, and so does closing the ledger; nothing measured depends on it (a
-     * batch only starts on a fresh ledger whose cursor ledger exists). Retried, so that long runs do not end
-     * early.
+     * The first mark-delete creates the cursor ledger. On upstream's jar (and ours before managed-ledger patch
+     * 0013) a second, concurrent creation now and then makes naming that ledger in the metadata store fail
+     * with BadVersion, and closing the ledger too; nothing measured depends on it (a batch only starts on a
+     * fresh ledger whose cursor ledger exists). Retried, so that long runs do not end early.
      */
     private void createCursorLedger(Position first) throws Exception {
         for (int attempt = 1; ; attempt++) {

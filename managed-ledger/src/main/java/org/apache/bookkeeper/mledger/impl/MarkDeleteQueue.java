@@ -115,7 +115,9 @@ final class MarkDeleteQueue<T> {
      * Whether an operation may be queued, without the monitor: a completing write that finds none need not
      * take the monitor to flush. Whoever queues an operation that waits for the writes in flight to drain
      * reads their count after queueing it (in {@link #next}), and the completion reads this after lowering
-     * that count: one of the two sees the other, so the operation is written by one of them.
+     * that count: one of the two sees the other, so the operation is written by one of them. The flag is
+     * written under the monitor whenever the queue's emptiness changes, so it has been true since the
+     * first operation still queued was added, before that count was read.
      */
     boolean mayHaveQueued() {
         return queued;
