@@ -33,7 +33,11 @@ import org.apache.pulsar.broker.service.OneWayReplicatorTestBase;
 import org.apache.pulsar.broker.service.persistent.PersistentTopic;
 import org.apache.pulsar.broker.service.persistent.ReplicatorPublishFences;
 import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.InjectedClientCnxClientBuilder;
 import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.impl.ClientBuilderImpl;
+import org.apache.pulsar.client.impl.PulsarClientImpl;
 import org.apache.pulsar.zookeeper.LocalBookkeeperEnsemble;
 import org.apache.pulsar.zookeeper.ZookeeperServerTest;
 import org.testng.annotations.AfterClass;
@@ -97,6 +101,27 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
         admin2.topicPolicies().setMaxMessageSize(topic, REMOTE_MAX_MESSAGE_SIZE);
         await().atMost(WAIT).until(() -> Integer.valueOf(REMOTE_MAX_MESSAGE_SIZE)
                 .equals(admin2.topicPolicies().getMaxMessageSize(topic)));
+    }
+
+    /**
+     * From now on the source broker replicates to the remote through a client whose connections {@code cnxFactory}
+     * makes (for topics whose replicator starts after this call). Returns the step that puts the broker's own
+     * client back.
+     */
+    protected Runnable replicateThrough(InjectedClientCnxClientBuilder.ClientCnxFactory cnxFactory)
+            throws Exception {
+        Map<String, PulsarClient> clients = pulsar1.getBrokerService().getReplicationClients();
+        PulsarClientImpl injected = InjectedClientCnxClientBuilder.create(
+                (ClientBuilderImpl) PulsarClient.builder().serviceUrl(url2.toString()), cnxFactory);
+        PulsarClient previous = clients.put(cluster2, injected);
+        return () -> {
+            if (previous == null) {
+                clients.remove(cluster2, injected);
+            } else {
+                clients.replace(cluster2, injected, previous);
+            }
+            injected.closeAsync();
+        };
     }
 
     /** The rejection records stats-internal shows on the source's replicator cursor. */

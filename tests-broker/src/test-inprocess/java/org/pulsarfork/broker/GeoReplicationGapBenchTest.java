@@ -24,13 +24,16 @@ import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import io.netty.buffer.ByteBuf;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.apache.pulsar.broker.BrokerTestUtil;
 import org.apache.pulsar.broker.service.BrokerService;
 import org.apache.pulsar.broker.service.persistent.ReplicationRejections;
@@ -39,7 +42,11 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.client.impl.ClientCnx;
 import org.apache.pulsar.client.impl.MessageIdImpl;
+import org.apache.pulsar.client.impl.metrics.InstrumentProvider;
+import org.apache.pulsar.common.api.proto.BaseCommand;
+import org.apache.pulsar.common.protocol.Commands;
 import org.pulsarfork.bench.BenchGroups;
 import org.testng.annotations.Test;
 
@@ -153,6 +160,68 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                         && rejectionMarkers(topic).isEmpty();
             });
         }
+    }
+
+    /**
+     * Issue 13, test 6: a remote without source-position dedup (V1: an older broker during an upgrade; here the
+     * replication client does not announce it, so the remote deduplicates by the original producer's name and
+     * sequence id). It drops the resend of E3 the same way, with the same -1/-1 receipt: ours holds E3 on the
+     * source, upstream deletes it.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
+    public void aV1RemotesDuplicateReceiptForARefusedMessageHoldsTheEntry() throws Exception {
+        Runnable restoreClient = replicateThrough((conf, eventLoopGroup) ->
+                new ClientCnx(InstrumentProvider.NOOP, conf, eventLoopGroup) {
+                    @Override
+                    protected ByteBuf newConnectCommand() throws Exception {
+                        return withoutReplDedupByLidAndEid(super.newConnectCommand());
+                    }
+
+                    @Override
+                    public boolean isBrokerSupportsReplDedupByLidAndEid() {
+                        return false;
+                    }
+                });
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/v1");
+        Set<String> onRemote = new HashSet<>();
+        try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
+            assertTrue(remoteReplicatorProducersUseV1(topic), "the remote must deduplicate this producer by V1");
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+            await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.contains("E3") || replicationBacklog(topic) > 0;
+            });
+            assertTrue(onRemote.contains("E3") || replicationBacklog(topic) > 0,
+                    "E3 left the source backlog without reaching a V1 remote");
+            assertFalse(onRemote.contains("E3"), "held, not republished");
+            assertEquals(rejectionMarkers(topic), Map.of(e3Key(), 1L), "stats-internal shows E3 held");
+        } finally {
+            restoreClient.run();
+        }
+    }
+
+    /** The CONNECT command as upstream's client builds it, without the V2 replication-dedup feature flag. */
+    private static ByteBuf withoutReplDedupByLidAndEid(ByteBuf connect) {
+        try {
+            connect.skipBytes(4);
+            int commandSize = connect.readInt();
+            BaseCommand command = new BaseCommand();
+            command.parseFrom(connect, commandSize);
+            command.getConnect().getFeatureFlags().setSupportsReplDedupByLidAndEid(false);
+            return Commands.serializeWithSize(command);
+        } finally {
+            connect.release();
+        }
+    }
+
+    private boolean remoteReplicatorProducersUseV1(String topic) throws Exception {
+        List<org.apache.pulsar.broker.service.Producer> replicators = ((org.apache.pulsar.broker.service.persistent
+                .PersistentTopic) pulsar2.getBrokerService().getTopic(topic, false).get(10, TimeUnit.SECONDS).get())
+                .getProducers().values().stream()
+                .filter(producer -> producer.getProducerName().startsWith(config2.getReplicatorPrefix()))
+                .collect(Collectors.toList());
+        return !replicators.isEmpty()
+                && replicators.stream().noneMatch(producer -> producer.getCnx().isClientSupportsReplDedupByLidAndEid());
     }
 
     interface Step {

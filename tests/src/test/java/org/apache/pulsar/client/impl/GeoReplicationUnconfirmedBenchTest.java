@@ -300,6 +300,53 @@ public class GeoReplicationUnconfirmedBenchTest {
         assertTrue(holding.contains(L, 3));
     }
 
+    /**
+     * A V1 remote (an older broker during an upgrade: no source-position dedup) answers by the original
+     * producer's sequence id, and drops a resend by it the same way (issue 13, finding 5).
+     */
+    private void v1Receipt(long sequenceId, long targetLedgerId, long targetEntryId) {
+        producer.ackReceived(cnx, sequenceId, sequenceId, targetLedgerId, targetEntryId);
+    }
+
+    /** Issue 13, test 6 at the client: a V1 remote's duplicate receipt for E3, which it refused, is unconfirmed. */
+    @Test(groups = UPSTREAM_BUG)
+    public void aV1RemotesDuplicateReceiptForARejectedMessageIsUnconfirmed() {
+        when(cnx.isBrokerSupportsReplDedupByLidAndEid()).thenReturn(false);
+        Send e3 = send(3, 103);
+        Send e4 = send(4, 104);
+        Send e5 = send(5, 105);
+        producer.recoverNotAllowedError(103, "Exceed maximum message size");
+        assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        v1Receipt(104, 9, 0);
+        v1Receipt(105, 9, 1);
+        assertTrue(e4.succeeded() && e5.succeeded());
+
+        Send e3Again = send(3, 103);
+        v1Receipt(103, -1, -1);
+        assertUnconfirmed(e3Again, 3);
+        assertEquals(pending(), 0);
+    }
+
+    /** Controls on V1: a duplicate with no rejection is a success; a real receipt clears the rejection. */
+    @Test
+    public void aV1RemotesDuplicatesOfStoredMessagesStaySuccesses() {
+        when(cnx.isBrokerSupportsReplDedupByLidAndEid()).thenReturn(false);
+        Send e3 = send(3, 103);
+        v1Receipt(103, -1, -1);
+        assertTrue(e3.succeeded(), "ack lost on reconnect after a real persist: the remote answers -1/-1");
+
+        Send e4 = send(4, 104);
+        producer.recoverNotAllowedError(104, "Exceed maximum message size");
+        assertTrue(e4.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        Send e4Again = send(4, 104);
+        v1Receipt(104, 9, 0);
+        assertTrue(e4Again.succeeded(), "stored on the second attempt");
+        Send e4Third = send(4, 104);
+        v1Receipt(104, -1, -1);
+        assertTrue(e4Third.succeeded(), "a duplicate of a message the remote stored after all");
+        assertEquals(pending(), 0);
+    }
+
     /** Controls: without a rejection, -1/-1 is a legitimate duplicate, and a real receipt clears a rejection. */
     @Test
     public void duplicatesOfStoredMessagesStaySuccesses() {
