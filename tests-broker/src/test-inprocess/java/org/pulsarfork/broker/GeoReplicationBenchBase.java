@@ -21,13 +21,17 @@ package org.pulsarfork.broker;
 import static org.apache.pulsar.broker.service.persistent.ReplicationRejections.PROPERTY_PREFIX;
 import static org.awaitility.Awaitility.await;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pulsar.broker.BrokerTestUtil;
 import org.apache.pulsar.broker.ServiceConfiguration;
 import org.apache.pulsar.broker.service.OneWayReplicatorTestBase;
 import org.apache.pulsar.broker.service.persistent.PersistentTopic;
@@ -35,7 +39,10 @@ import org.apache.pulsar.broker.service.persistent.ReplicatorPublishFences;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.InjectedClientCnxClientBuilder;
 import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.impl.ClientBuilderImpl;
 import org.apache.pulsar.client.impl.PulsarClientImpl;
 import org.apache.pulsar.zookeeper.LocalBookkeeperEnsemble;
@@ -51,6 +58,7 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
     protected static final Duration WAIT = Duration.ofSeconds(60);
     private static final Duration CLEANUP_WAIT = Duration.ofSeconds(90);
     protected static final int REMOTE_MAX_MESSAGE_SIZE = 1024;
+    protected static final int CHUNK_SIZE = 1024;
 
     /**
      * Whether the remote cluster runs our fence (our broker jar as it ships); false: it behaves as upstream's
@@ -147,6 +155,65 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
 
     protected long replicationBacklog(String topic) throws Exception {
         return admin1.topics().getStats(topic).getReplication().get(cluster2).getReplicationBacklog();
+    }
+
+    /**
+     * Issue 13, test 3's set-up: the source replicates a new topic through a connection that flips a bit of the
+     * first chunk of a chunked message once ({@link FirstChunkCorruptingClientCnx}); a consumer on the remote.
+     */
+    protected final class ChunkedScenario implements AutoCloseable {
+        final String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/chunked");
+        final String chunked = "C:" + "x".repeat(3 * CHUNK_SIZE);
+        /** What the remote consumer received, the chunked message as "chunked". */
+        final List<String> onRemote = new ArrayList<>();
+        private final AtomicBoolean corrupted = new AtomicBoolean();
+        private final Runnable restoreClient;
+        private final Consumer<String> remote;
+
+        ChunkedScenario() throws Exception {
+            restoreClient = replicateThrough(
+                    (conf, eventLoopGroup) -> new FirstChunkCorruptingClientCnx(conf, eventLoopGroup, corrupted));
+            try {
+                admin1.topics().createNonPartitionedTopic(topic);
+                waitReplicatorStarted(topic);
+                remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                        .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+            } catch (Exception e) {
+                restoreClient.run();
+                throw e;
+            }
+        }
+
+        /** Publishes the chunked message ({@link #CHUNK_SIZE} chunks), then the message "after". */
+        void sendChunkedThenAfter() throws Exception {
+            try (Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                    .enableChunking(true).chunkMaxMessageSize(CHUNK_SIZE).create()) {
+                source.send(chunked);
+                source.send("after");
+            }
+        }
+
+        /** Receives what the remote has now, acknowledging it. */
+        void receive() throws Exception {
+            Message<String> msg;
+            while ((msg = remote.receive(100, TimeUnit.MILLISECONDS)) != null) {
+                onRemote.add(chunked.equals(msg.getValue()) ? "chunked" : msg.getValue());
+                remote.acknowledge(msg);
+            }
+        }
+
+        boolean firstChunkCorrupted() {
+            return corrupted.get();
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                remote.close();
+            } finally {
+                restoreClient.run();
+            }
+        }
     }
 
     /** Receives what is there now, acknowledging it; the large values count by their prefix ("E3", "v1"). */

@@ -95,6 +95,27 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
+     * Issue 13, test 3: a chunked message whose first chunk the remote refuses once, a checksum error from one
+     * bit flipped on the wire (the producer's copy intact, so the client resends everything pending while the
+     * later chunks are already on their way). Ours: the fence keeps the later chunks out until the first one is
+     * stored, and a consumer on the remote reads the whole message, then the next one. Upstream: the later
+     * chunks are stored first, the first chunk's resend is dropped as a duplicate, and the message can never be
+     * assembled on the remote (a consumer drops chunks out of order).
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
+    public void aChunkedMessageWhoseFirstChunkIsRefusedOnceIsReadWholeOnTheRemote() throws Exception {
+        try (ChunkedScenario scenario = new ChunkedScenario()) {
+            scenario.sendChunkedThenAfter();
+            await().atMost(WAIT).until(() -> {
+                scenario.receive();
+                return scenario.onRemote.contains("after") && replicationBacklog(scenario.topic) == 0;
+            });
+            assertTrue(scenario.firstChunkCorrupted(), "the first chunk was corrupted on the wire");
+            assertEquals(scenario.onRemote, List.of("chunked", "after"), "the whole chunked message, in order");
+        }
+    }
+
+    /**
      * Issue 13, test 4: on a compacted remote topic, key K's v1 is refused once and v2 follows: the compacted
      * value is v2. (Upstream's remote gives v2 too, having dropped v1; the removed gap healer republished v1
      * after v2, and v1 won.) Ours also keeps v1 before v2 in the topic itself.

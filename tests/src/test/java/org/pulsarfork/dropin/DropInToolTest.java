@@ -170,6 +170,26 @@ public class DropInToolTest {
         assertEquals(snapshot(home), before, "our jars stay installed; nothing half restored");
     }
 
+    public void aBackupFileDeletedAfterInstallStopsRollbackAndReinstall() throws Exception {
+        dropIn("install").expect(0);
+        Files.delete(home.resolve(".pulsar-fork-backup").resolve(jar("pulsar-broker")));
+        Map<String, String> before = snapshot(home);
+        dropIn("rollback").expect(3, "missing or not the upstream file", "nothing changed");
+        dropIn("install").expect(3, "no intact copy of upstream's file");
+        dropIn("verify").expect(3);
+        assertEquals(snapshot(home), before, "our jars stay; nothing half restored");
+    }
+
+    /** What a run killed midway leaves in lib/ (hidden, not on the class path) is reported and removed. */
+    public void filesLeftByAnInterruptedRunAreRemoved() throws Exception {
+        Map<String, String> original = snapshot(home);
+        dropIn("install").expect(0);
+        Files.writeString(home.resolve("lib/." + jar("pulsar-broker") + ".drop-in-tmp"), "half copied");
+        dropIn("verify").expect(0, "left from an interrupted run");
+        dropIn("rollback").expect(0);
+        assertEquals(snapshot(home), original);
+    }
+
     public void aReadOnlyLibChangesNothing() throws Exception {
         Path lib = home.resolve("lib");
         boolean mounted = false;
@@ -201,7 +221,8 @@ public class DropInToolTest {
         assertEquals(snapshot(home).get(libKey("pulsar-broker")), before.get(libKey("pulsar-broker")));
         dropIn("verify").expect(0, "Supported set 'managed-ledger'");
 
-        dropIn("install").expect(0);
+        dropIn("install", "--jars", "all,managed-ledger").expect(0);
+        dropIn("verify").expect(0, "Supported set 'managed-ledger,pulsar-client-original,pulsar-broker'");
         dropIn("install", "--jars", "pulsar-broker,managed-ledger").expect(0,
                 "put back upstream's lib/" + jar("pulsar-client-original"));
         assertEquals(snapshot(home).get(libKey("pulsar-client-original")),
