@@ -26,18 +26,28 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import io.netty.buffer.ByteBuf;
 import java.lang.reflect.Field;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.impl.ManagedLedgerImpl;
+import org.apache.bookkeeper.mledger.impl.MetaStore;
 import org.apache.pulsar.broker.BrokerTestUtil;
 import org.apache.pulsar.broker.service.BrokerService;
 import org.apache.pulsar.broker.service.persistent.ReplicationRejections;
 import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
@@ -124,17 +134,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                 // recorded (0), or already held (1) if a resend was answered as a duplicate before the move.
                 await().atMost(WAIT).until(() -> rejectionMarkers(topic).containsKey(e3Key()));
             }
-            moveToABrokerWithoutTheClientRecord(topic, () -> {
-                admin2.topicPolicies().removeMaxMessageSize(topic);
-                // Until the remote broker enforces the lifted limit (topic policies apply asynchronously), a
-                // message of E3's size from another producer is refused there.
-                try (Producer<String> probe = client2.newProducer(Schema.STRING).topic(topic).create()) {
-                    await().atMost(WAIT).ignoreExceptions().until(() -> {
-                        probe.send("probe:" + "x".repeat(4096));
-                        return true;
-                    });
-                }
-            });
+            moveToABrokerWithoutTheClientRecord(topic, () -> liftTheLimit(topic));
             await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") || replicationBacklog(topic) > 0;
@@ -162,6 +162,130 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") && replicationBacklog(topic) == 0
                         && rejectionMarkers(topic).isEmpty();
+            });
+        }
+    }
+
+    /**
+     * Issue 13, test 5: two messages refused at once (E3 and E4 both above the remote's limit, E5 and E6 stored
+     * after them), and the metadata-store write of the first record failing once. Both rejections must be on
+     * the cursor before the topic moves, whichever write failed: the new owner holds both duplicate receipts.
+     * Upstream deletes both.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 300_000)
+    public void twoRejectionsAtOnceAndAFailedRecordWriteAreBothHeldAfterATopicMove() throws Exception {
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/two");
+        admin1.topics().createNonPartitionedTopic(topic);
+        waitReplicatorStarted(topic);
+        AtomicInteger failedWrites = failTheFirstRejectionRecordWrite(topic);
+        limitRemoteMessageSize(topic);
+        Set<String> onRemote = new HashSet<>();
+        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
+            MessageIdImpl e4;
+            try (Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                    .create()) {
+                CompletableFuture<MessageId> sent3 = source.sendAsync("E3:" + "x".repeat(4096));
+                CompletableFuture<MessageId> sent4 = source.sendAsync("E4:" + "x".repeat(4096));
+                source.sendAsync("E5");
+                source.send("E6");
+                e3 = (MessageIdImpl) sent3.get(10, TimeUnit.SECONDS);
+                e4 = (MessageIdImpl) sent4.get(10, TimeUnit.SECONDS);
+            }
+            String e4Key = PROPERTY_PREFIX + e4.getLedgerId() + ":" + e4.getEntryId();
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.contains("E5") && onRemote.contains("E6");
+            });
+            if (!BenchGroups.onUpstream()) {
+                await().atMost(WAIT).until(() -> rejectionMarkers(topic).keySet().containsAll(List.of(e3Key(), e4Key)));
+                assertEquals(failedWrites.get(), 1, "the injected metadata-store failure did not happen");
+            }
+            moveToABrokerWithoutTheClientRecord(topic, () -> liftTheLimit(topic));
+            // Upstream deletes both within a few seconds of the duplicate receipts, for good: what the source
+            // and the remote have after 15 s tells.
+            await().pollDelay(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return true;
+            });
+            Map<String, Long> markers = rejectionMarkers(topic);
+            for (String key : List.of(e3Key(), e4Key)) {
+                String body = key.equals(e3Key()) ? "E3:" : "E4:";
+                assertTrue(missing(onRemote, body) == 0 || Long.valueOf(1).equals(markers.get(key)),
+                        body + " neither on the remote nor held after the topic moved: " + markers + ", backlog "
+                                + replicationBacklog(topic));
+            }
+            // Ours: both held, neither republished.
+            assertEquals(missing(onRemote, "E3:", "E4:"), 2, "held, not republished");
+            assertEquals(replicationBacklog(topic), 2);
+            assertEquals(markers, Map.of(e3Key(), 1L, e4Key, 1L));
+        }
+    }
+
+    /** How many of the messages starting with {@code prefixes} the remote has not delivered. */
+    private static long missing(Set<String> onRemote, String... prefixes) {
+        return java.util.Arrays.stream(prefixes)
+                .filter(prefix -> onRemote.stream().noneMatch(message -> message.startsWith(prefix))).count();
+    }
+
+    /**
+     * The source topic's managed ledger fails the first cursor-info write that carries a rejection record, as a
+     * metadata-store error (before the store: the cursor's cached version stays valid, as for a failed request).
+     * Returns the number of writes failed. Upstream writes no record: nothing fails there.
+     */
+    private AtomicInteger failTheFirstRejectionRecordWrite(String topic) throws Exception {
+        ManagedLedgerImpl ledger = (ManagedLedgerImpl) ((org.apache.pulsar.broker.service.persistent.PersistentTopic)
+                pulsar1.getBrokerService().getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getManagedLedger();
+        Field field = ManagedLedgerImpl.class.getDeclaredField("store");
+        field.setAccessible(true);
+        MetaStore store = (MetaStore) field.get(ledger);
+        AtomicInteger failed = new AtomicInteger();
+        InvocationHandler failingOnce = (proxy, method, args) -> {
+            if (method.getName().equals("asyncUpdateCursorInfo") && carriesARejectionRecord(args[2])
+                    && failed.compareAndSet(0, 1)) {
+                @SuppressWarnings("unchecked")
+                MetaStore.MetaStoreCallback<Void> callback = (MetaStore.MetaStoreCallback<Void>) args[4];
+                callback.operationFailed(new ManagedLedgerException.MetaStoreException("injected: failed once"));
+                return null;
+            }
+            try {
+                return method.invoke(store, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        };
+        field.set(ledger, Proxy.newProxyInstance(MetaStore.class.getClassLoader(), new Class<?>[] {MetaStore.class},
+                failingOnce));
+        return failed;
+    }
+
+    // ManagedCursorInfo is protobuf on 4.0.8 (getCursorProperties(i)) and LightProto on 4.2.4 (getCursorPropertyAt).
+    private static boolean carriesARejectionRecord(Object cursorInfo) throws Exception {
+        int count = (int) cursorInfo.getClass().getMethod("getCursorPropertiesCount").invoke(cursorInfo);
+        Method at;
+        try {
+            at = cursorInfo.getClass().getMethod("getCursorPropertyAt", int.class);
+        } catch (NoSuchMethodException e) {
+            at = cursorInfo.getClass().getMethod("getCursorProperties", int.class);
+        }
+        for (int i = 0; i < count; i++) {
+            Object property = at.invoke(cursorInfo, i);
+            String name = (String) property.getClass().getMethod("getName").invoke(property);
+            if (name.startsWith(PROPERTY_PREFIX)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Lifts the remote's limit and waits until its broker enforces that (topic policies apply asynchronously). */
+    private void liftTheLimit(String topic) throws Exception {
+        admin2.topicPolicies().removeMaxMessageSize(topic);
+        // Until then, a message of E3's size from another producer is refused there.
+        try (Producer<String> probe = client2.newProducer(Schema.STRING).topic(topic).create()) {
+            await().atMost(WAIT).ignoreExceptions().until(() -> {
+                probe.send("probe:" + "x".repeat(4096));
+                return true;
             });
         }
     }

@@ -53,14 +53,28 @@ import org.slf4j.LoggerFactory;
  * version read at call time, so two writes in flight fail all but one. A failed write is retried (100 ms,
  * doubling to 10 s) until it is written or the cursor is closed, also after the replicator stopped: a record
  * given up there is what the next owner would miss. The rewind waits for the record's write, but not
- * forever: after {@link #REWIND_AFTER_FAILED_WRITES} failed attempts it goes ahead (the in-memory record
- * still holds the resend's duplicate receipt; the write goes on being retried), because a cursor whose
- * cached metadata version went stale fails every property write until its next ledger switch, which
- * needs the acks that replication would bring.
+ * forever: after {@link #REWIND_AFTER_FAILED_WRITES} attempts failed on a stale version it goes ahead (the
+ * in-memory record still holds the resend's duplicate receipt; the write goes on being retried), because a
+ * cursor whose cached metadata version went stale fails every property write until its next ledger switch,
+ * which needs the acks that replication would bring; then every rewind waiting behind that write goes ahead
+ * too. Any other failure (the metadata store unreachable) is waited out.
+ *
+ * <p>State is bounded. A send our remote's fence refused ({@link ReplicatorPublishFences#FENCED}) must be
+ * recorded too: the fence lives in the remote topic owner's memory, and a remote topic that moves stores the
+ * client's pending later sends first, so the fenced ones come back as duplicates. A fence refuses every send in
+ * flight, so these, and every rejection beyond {@link #MAX_RECORDS} records, are written down as ranges
+ * ({@link RejectedRanges}, one property, {@link #RANGES_KEY}); a range write queued and not started yet takes
+ * the later ones along. A duplicate receipt inside a range holds the entry as one for a record does.
  */
 public class ReplicationRejections {
     /** Cursor property key prefix; the key ends with {@code <ledgerId>:<entryId>}. */
     public static final String PROPERTY_PREFIX = "pulsar.replication.rejected.";
+    /** Cursor property of the rejections kept as ranges: {@code <ledgerId>:<entryId>-<ledgerId>:<entryId>,...}. */
+    public static final String RANGES_KEY = PROPERTY_PREFIX + "ranges";
+    /** Rejections recorded one by one on a cursor; every property write rewrites the cursor's metadata node. */
+    public static final int MAX_RECORDS = 100;
+    /** A record's reason is cut to this length, so that the node stays bounded too. */
+    static final int MAX_REASON_LENGTH = 256;
     /** Value prefix of a held entry; a recorded one not yet answered as a duplicate has the reason alone. */
     public static final String HELD = "held: ";
     static final String UNCONFIRMED_EXCEPTION = "org.apache.pulsar.client.impl.GeoReplicationUnconfirmedException";
@@ -81,6 +95,14 @@ public class ReplicationRejections {
     private final ScheduledExecutorService executor;
     // Position -> value as written (or being written). Bounded by the rejections not yet released.
     private final Map<Position, String> records = new ConcurrentHashMap<>();
+    // The rejections kept as ranges, as written or being written. Replaced under writeLock.
+    private volatile RejectedRanges ranges = RejectedRanges.NONE;
+    // Held entries that only the ranges record (position -> value); their own records did not fit.
+    private final Map<Position, String> heldInRanges = new ConcurrentHashMap<>();
+    // A write of the ranges queued and not started (it writes the ranges as they are when it starts), and the
+    // future of the latest one. Guarded by writeLock.
+    private CompletableFuture<Void> rangesQueued;
+    private CompletableFuture<Void> rangesWritten = CompletableFuture.completedFuture(null);
     // The rewinds waiting for a record's write, by position.
     private final Map<Position, CompletableFuture<Void>> recordWrites = new ConcurrentHashMap<>();
     private final Object writeLock = new Object();
@@ -174,36 +196,103 @@ public class ReplicationRejections {
 
     /**
      * Writes the rejection down. The returned future (never exceptional) completes once the record is durable,
-     * or after {@link #REWIND_AFTER_FAILED_WRITES} failed attempts, or when the cursor is closed: the caller
-     * rewinds then.
+     * or after {@link #REWIND_AFTER_FAILED_WRITES} attempts failed on a stale version (of it or of a write
+     * before it), or when the cursor is closed: the caller rewinds then.
      */
     public CompletableFuture<Void> recordRejection(Position position, String reason) {
         if (isReleased(position)) {
             // A late report for a copy the remote stored meanwhile (the entry is deleted): nothing to hold.
             return CompletableFuture.completedFuture(null);
         }
-        String value = reason == null || reason.isEmpty() ? "rejected" : reason;
+        String value = bounded(reason == null || reason.isEmpty() ? "rejected" : reason);
         CompletableFuture<Void> rewind = new CompletableFuture<>();
+        CompletableFuture<Void> written;
         synchronized (writeLock) {
-            if (records.putIfAbsent(position, value) != null) {
+            CompletableFuture<Void> pending = recordWrites.get(position);
+            if (pending != null || records.containsKey(position)) {
                 // Already recorded (a rewind resent it and the remote refused it again): wait for the same write.
-                return recordWrites.getOrDefault(position, CompletableFuture.completedFuture(null));
+                return pending != null ? pending : CompletableFuture.completedFuture(null);
             }
             recordWrites.put(position, rewind);
+            if (ranges.covers(position)) {
+                // Inside a range (another rejection's, or merged): the latest write of the ranges has it.
+                written = rangesWritten;
+            } else if (isFenced(reason) || records.size() >= MAX_RECORDS) {
+                written = addToRangesLocked(position);
+            } else {
+                written = putRecordLocked(position, value);
+            }
         }
         rewind.whenComplete((v, e) -> recordWrites.remove(position, rewind));
-        enqueue(() -> cursor.putCursorProperty(key(position), value), rewind)
-                .whenComplete((v, e) -> rewind.complete(null));
+        written.whenComplete((v, e) -> rewind.complete(null));
         return rewind;
     }
 
+    // The future completes once the record is durable, or once the rewind no longer waits for it.
+    private CompletableFuture<Void> putRecordLocked(Position position, String value) {
+        records.put(position, value);
+        CompletableFuture<Void> rewindReady = new CompletableFuture<>();
+        enqueue(() -> cursor.putCursorProperty(key(position), value), rewindReady)
+                .whenComplete((v, e) -> rewindReady.complete(null));
+        return rewindReady;
+    }
+
+    // The same for the ranges: a write queued and not started yet writes this position too.
+    private CompletableFuture<Void> addToRangesLocked(Position position) {
+        RejectedRanges before = ranges;
+        ranges = before.with(position);
+        if (ranges == before) {
+            return rangesWritten;
+        }
+        if (before.isEmpty()) {
+            log.warn("[{}] Replication rejections beyond the records kept one by one (our remote's fenced sends, or"
+                    + " more than {} rejections) are recorded as ranges ({}); a duplicate receipt inside them holds"
+                    + " the entry", replicatorId, MAX_RECORDS, RANGES_KEY);
+        }
+        return queueRangesWriteLocked();
+    }
+
+    private CompletableFuture<Void> queueRangesWriteLocked() {
+        if (rangesQueued != null) {
+            return rangesQueued;
+        }
+        CompletableFuture<Void> rewindReady = new CompletableFuture<>();
+        rangesQueued = rewindReady;
+        rangesWritten = rewindReady;
+        enqueue(() -> writeRanges(rewindReady), rewindReady).whenComplete((v, e) -> rewindReady.complete(null));
+        return rewindReady;
+    }
+
+    // Writes the ranges as they are when the write (or its retry) starts; later changes queue a write of their own.
+    private CompletableFuture<Void> writeRanges(CompletableFuture<Void> queued) {
+        RejectedRanges current;
+        synchronized (writeLock) {
+            if (rangesQueued == queued) {
+                rangesQueued = null;
+            }
+            current = ranges;
+        }
+        return current.isEmpty() ? cursor.removeCursorProperty(RANGES_KEY)
+                : cursor.putCursorProperty(RANGES_KEY, current.format());
+    }
+
+    // The fence's refusal message starts with FENCED; contains(), as the client may wrap it.
+    private static boolean isFenced(String reason) {
+        return reason != null && reason.contains(ReplicatorPublishFences.FENCED);
+    }
+
+    private static String bounded(String value) {
+        return value.length() <= MAX_REASON_LENGTH ? value : value.substring(0, MAX_REASON_LENGTH);
+    }
+
+    /** Recorded one by one, or inside the ranges. */
     public boolean isRecorded(Position position) {
-        return records.containsKey(position);
+        return records.containsKey(position) || ranges.covers(position);
     }
 
     public boolean isHeld(Position position) {
         String value = records.get(position);
-        return value != null && value.startsWith(HELD);
+        return (value != null && value.startsWith(HELD)) || heldInRanges.containsKey(position);
     }
 
     /**
@@ -214,23 +303,34 @@ public class ReplicationRejections {
         if (isReleased(position)) {
             return;
         }
-        String value = HELD + (reason == null ? "a duplicate receipt for a rejected message" : reason);
-        String before = records.put(position, value);
-        if (before != null && before.startsWith(HELD)) {
-            return;
+        String value = bounded(HELD + (reason == null ? "a duplicate receipt for a rejected message" : reason));
+        synchronized (writeLock) {
+            if (isHeld(position)) {
+                return;
+            }
+            if (records.containsKey(position) || records.size() < MAX_RECORDS) {
+                // Its own record, also inside the ranges: stats-internal shows it, a new owner skips it.
+                putRecordLocked(position, value);
+            } else {
+                heldInRanges.put(position, value);
+                addToRangesLocked(position);
+            }
         }
         log.error("[{}] Replication gap held at {}: the remote cluster rejected this message, then answered its"
                 + " resend as a duplicate; it stays in the replication backlog and is not sent again. Check on the"
                 + " remote first (a stored copy whose receipt was lost also answers as a duplicate), copy it there"
                 + " if missing, then release it: pulsar-admin topics skip <topic> -s <replicator subscription>"
                 + " -n 1 (docs/geo-replication.md, 'Releasing a held entry')", replicatorId, position);
-        enqueue(() -> cursor.putCursorProperty(key(position), value), null);
     }
 
     /** A real receipt: the remote stored the message. */
     public void confirmed(Position position) {
-        if (records.remove(position) != null) {
-            enqueue(() -> cursor.removeCursorProperty(key(position)), null);
+        // The ranges keep covering it: the entry is deleted now and not sent again.
+        heldInRanges.remove(position);
+        synchronized (writeLock) {
+            if (records.remove(position) != null) {
+                enqueue(() -> cursor.removeCursorProperty(key(position)), null);
+            }
         }
     }
 
@@ -241,14 +341,28 @@ public class ReplicationRejections {
                 confirmed(position);
             }
         }
+        heldInRanges.keySet().removeIf(this::isReleased);
+        synchronized (writeLock) {
+            RejectedRanges kept = ranges.withoutPassed(cursor.getMarkDeletedPosition());
+            if (kept != ranges) {
+                ranges = kept;
+                queueRangesWriteLocked();
+            }
+        }
     }
 
+    /** The entries recorded one by one, and the held ones only the ranges record. */
     public int recordedCount() {
-        return records.size();
+        return records.size() + heldInRanges.size();
     }
 
     public long heldCount() {
-        return records.values().stream().filter(v -> v.startsWith(HELD)).count();
+        return records.values().stream().filter(v -> v.startsWith(HELD)).count() + heldInRanges.size();
+    }
+
+    /** The ranges of rejections recorded together; 0 while every rejection has its own record. */
+    public int rangeCount() {
+        return ranges.size();
     }
 
     static String key(Position position) {
@@ -271,7 +385,7 @@ public class ReplicationRejections {
 
     /** No record yet, or nothing to release: the cheap check the replicator makes on every stats update. */
     public boolean isEmpty() {
-        return records.isEmpty();
+        return records.isEmpty() && ranges.isEmpty() && heldInRanges.isEmpty();
     }
 
     private boolean isReleased(Position position) {
@@ -285,6 +399,24 @@ public class ReplicationRejections {
             return;
         }
         properties.forEach((key, value) -> {
+            if (RANGES_KEY.equals(key)) {
+                int[] unreadable = {0};
+                RejectedRanges loaded = RejectedRanges.parse(value, unreadable);
+                RejectedRanges kept = loaded.withoutPassed(cursor.getMarkDeletedPosition());
+                synchronized (writeLock) {
+                    ranges = kept;
+                    if (unreadable[0] > 0) {
+                        // Left as it is: it may be all that records a rejection (a later version's format after
+                        // a rollback). Rewritten only when the readable ranges change.
+                        log.error("[{}] {} part(s) of the cursor property {}={} are unreadable: the entries they"
+                                + " name are not held", replicatorId, unreadable[0], key, value);
+                    } else if (kept != loaded || !kept.format().equals(value)) {
+                        // Partly acknowledged since it was written: written again as it is now.
+                        queueRangesWriteLocked();
+                    }
+                }
+                return;
+            }
             Position position = positionOf(key);
             if (position == null) {
                 return;
@@ -295,8 +427,9 @@ public class ReplicationRejections {
                 records.put(position, value);
             }
         });
-        if (!records.isEmpty()) {
-            log.warn("[{}] Replication rejections recorded by an earlier owner: {}", replicatorId, records);
+        if (!records.isEmpty() || !ranges.isEmpty()) {
+            log.warn("[{}] Replication rejections recorded by an earlier owner: {}{}", replicatorId, records,
+                    ranges.isEmpty() ? "" : ", and the ranges " + ranges.format());
         }
     }
 
@@ -336,8 +469,12 @@ public class ReplicationRejections {
             }
             log.warn("[{}] Writing a replication rejection record failed (attempt {}), retrying in {} ms: {}",
                     replicatorId, attempt, retryMillis, e.toString());
-            if (impatient != null && attempt >= REWIND_AFTER_FAILED_WRITES) {
-                impatient.complete(null);
+            if (attempt >= REWIND_AFTER_FAILED_WRITES && isStaleVersion(e)) {
+                // Every write queued behind this one is stuck as long as it is: their rewinds go ahead too.
+                if (impatient != null) {
+                    impatient.complete(null);
+                }
+                recordWrites.values().forEach(rewind -> rewind.complete(null));
             }
             try {
                 executor.schedule(() -> attempt(write, done, impatient, attempt + 1,
@@ -347,6 +484,18 @@ public class ReplicationRejections {
                 done.completeExceptionally(rejected);
             }
         });
+    }
+
+    // The cursor's cached metadata version is stale (ManagedLedgerException.BadVersionException, or the metadata
+    // store's own): only a cursor-ledger switch, which needs the acks replication brings, repairs it. Any other
+    // failure (the store unreachable) is waited out: the rewind goes ahead only with the record durable.
+    private static boolean isStaleVersion(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t.getClass().getSimpleName().equals("BadVersionException")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static final Logger log = LoggerFactory.getLogger(ReplicationRejections.class);

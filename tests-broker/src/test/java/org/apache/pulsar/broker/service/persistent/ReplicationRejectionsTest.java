@@ -35,12 +35,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
@@ -253,6 +255,226 @@ public class ReplicationRejectionsTest {
         synchronized (writes) {
             assertEquals(writes.size(), 0);
         }
+    }
+
+    /**
+     * Review finding: the fence lives in the remote topic owner's memory; a remote topic that moves stores the
+     * client's pending later sends first, so a fenced send comes back as a duplicate. It is recorded, with the
+     * other sends of its burst, as one range in one write; its duplicate receipt holds it.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void sendsOurRemotesFenceRefusedAreRecordedAsOneRangeAndTheirDuplicateReceiptHoldsThem() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> refused = rejections.recordRejection(E3, "Exceed maximum message size");
+        List<CompletableFuture<Void>> fenced = new ArrayList<>();
+        for (int entry = 4; entry <= 6; entry++) {
+            fenced.add(rejections.recordRejection(PositionFactory.create(12, entry), "NotAllowedException: "
+                    + ReplicatorPublishFences.FENCED + "12:3 was refused (size); the later 12:" + entry
+                    + " is refused until it is stored"));
+        }
+        succeed(awaitWrite(0));
+        Write range = awaitWrite(1);
+        assertEquals(range.key(), ReplicationRejections.RANGES_KEY);
+        assertEquals(range.value(), "12:4-12:6", "one write for the burst, queued behind the first record");
+        assertTrue(fenced.stream().noneMatch(CompletableFuture::isDone), "the rewinds wait for the range");
+        succeed(range);
+        await().atMost(WAIT).until(() -> refused.isDone() && fenced.stream().allMatch(CompletableFuture::isDone));
+        synchronized (writes) {
+            assertEquals(writes.size(), 2);
+        }
+        assertEquals(rejections.rangeCount(), 1);
+
+        // The topic moves: the new owner reads the range and holds the duplicate receipt of a fenced send.
+        Position e5 = PositionFactory.create(12, 5);
+        newOwnerHolds(e5, PositionFactory.create(12, 7));
+        Write held = awaitWrite(2);
+        assertEquals(held.key(), "pulsar.replication.rejected.12:5", "a held entry gets its own record while there"
+                + " is room, for stats-internal and the next owner's skip");
+        succeed(held);
+        assertTrue(newRejections().isHeld(e5));
+    }
+
+    /**
+     * Bounded state: beyond {@link ReplicationRejections#MAX_RECORDS} records, rejections go to the ranges, each
+     * durable before its rewind; a range write already started is followed by one more, which takes every later
+     * rejection along; the ranges go as the mark-delete position passes their ends, not before.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void rejectionsBeyondTheCapAreRecordedAsRangesAndRemovedOnceAcknowledged() {
+        AtomicReference<Position> markDelete = new AtomicReference<>(PositionFactory.create(20, 0));
+        when(cursor.getMarkDeletedPosition()).thenAnswer(inv -> markDelete.get());
+        ReplicationRejections rejections = newRejections();
+        int max = ReplicationRejections.MAX_RECORDS;
+        for (int i = 1; i <= max; i++) {
+            CompletableFuture<Void> rewind = rejections.recordRejection(PositionFactory.create(20, i), "x".repeat(999));
+            succeed(awaitWrite(i - 1));
+            await().atMost(WAIT).until(rewind::isDone);
+        }
+        assertEquals(stored.get("pulsar.replication.rejected.20:1").length(), ReplicationRejections.MAX_REASON_LENGTH);
+
+        CompletableFuture<Void> first = rejections.recordRejection(PositionFactory.create(20, 150), "size");
+        Write started = awaitWrite(max);
+        assertEquals(started.value(), "20:150-20:150");
+        CompletableFuture<Void> second = rejections.recordRejection(PositionFactory.create(20, 151), "size");
+        CompletableFuture<Void> third = rejections.recordRejection(PositionFactory.create(20, 152), "size");
+        succeed(started);
+        await().atMost(WAIT).until(first::isDone);
+        Write following = awaitWrite(max + 1);
+        assertEquals(following.value(), "20:150-20:152");
+        assertFalse(second.isDone() || third.isDone(), "written by the write after the one already started");
+        succeed(following);
+        await().atMost(WAIT).until(() -> second.isDone() && third.isDone());
+        synchronized (writes) {
+            assertEquals(writes.size(), max + 2);
+        }
+
+        Position e151 = PositionFactory.create(20, 151);
+        ReplicationRejections next = newOwnerHolds(e151, PositionFactory.create(20, 153));
+        assertEquals(next.heldCount(), 1);
+        synchronized (writes) {
+            assertEquals(writes.size(), max + 2, "no room for its own record: the range has it");
+        }
+
+        markDelete.set(e151);
+        next.dropReleased();
+        for (int i = max + 2; i < 2 * max + 2; i++) {
+            succeed(awaitWrite(i));
+        }
+        assertEquals(stored.keySet(), Set.of(ReplicationRejections.RANGES_KEY), "the range ends after 20:151");
+        assertTrue(next.isRecorded(PositionFactory.create(20, 152)));
+        assertFalse(next.isHeld(e151), "released by the mark-delete position");
+
+        markDelete.set(PositionFactory.create(20, 152));
+        next.dropReleased();
+        succeed(awaitWrite(2 * max + 2));
+        assertEquals(stored, Map.of());
+        assertTrue(next.isEmpty());
+    }
+
+    /** A broker that takes the topic over: {@code inside} counts as rejected, {@code outside} not. */
+    private ReplicationRejections newOwnerHolds(Position inside, Position outside) {
+        ReplicationRejections next = newRejections();
+        assertTrue(next.isRecorded(inside));
+        assertFalse(next.isRecorded(outside));
+        next.hold(inside, "duplicate");
+        assertTrue(next.isHeld(inside), "its duplicate receipt holds it");
+        return next;
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void rangesMergeNeighboursAndPastTheirBoundTheClosestOnes() {
+        RejectedRanges ranges = RejectedRanges.NONE.with(PositionFactory.create(12, 0))
+                .with(PositionFactory.create(12, 2)).with(PositionFactory.create(12, 1));
+        assertEquals(ranges.format(), "12:0-12:2");
+        ranges = RejectedRanges.NONE;
+        List<Position> added = new ArrayList<>();
+        for (int i = 0; i <= RejectedRanges.MAX_RANGES; i++) {
+            // Gaps of 3, except one of 2 between the last two: those are merged.
+            Position position = PositionFactory.create(12, i < RejectedRanges.MAX_RANGES ? 4L * i : 4L * i - 1);
+            added.add(position);
+            ranges = ranges.with(position);
+        }
+        assertEquals(ranges.size(), RejectedRanges.MAX_RANGES);
+        assertTrue(added.stream().allMatch(ranges::covers));
+        long last = 4L * RejectedRanges.MAX_RANGES;
+        assertTrue(ranges.covers(PositionFactory.create(12, last - 2)), "between the two merged ones");
+        assertFalse(ranges.covers(PositionFactory.create(12, 1)));
+        assertTrue(ranges.format().endsWith("12:" + (last - 4) + "-12:" + (last - 1)), ranges.format());
+        assertEquals(parse(ranges.format()).format(), ranges.format());
+        assertEquals(parse("3:1-3:4,7:0-8:2").format(), "3:1-3:4,7:0-8:2");
+        // Review finding: a nested range read back must not shrink what is covered at the next merge.
+        assertEquals(parse("12:0-12:10,12:2-12:3,3:4-3:1").format(), "3:1-3:4,12:0-12:10");
+        int[] unreadable = {0};
+        assertEquals(RejectedRanges.parse("garbage,12:2-12:3", unreadable).format(), "12:2-12:3");
+        assertEquals(unreadable[0], 1);
+        RejectedRanges two = parse("3:1-3:4,7:0-8:2");
+        assertTrue(two.withoutPassed(PositionFactory.create(3, 3)) == two, "no range ends at or before 3:3");
+        assertEquals(two.withoutPassed(PositionFactory.create(3, 4)).format(), "7:0-8:2");
+        assertTrue(two.withoutPassed(PositionFactory.create(8, 2)).isEmpty());
+
+        // Review finding: with no two neighbours in one ledger, the nearest ledgers are merged, not the first two.
+        RejectedRanges ledgers = RejectedRanges.NONE;
+        for (int i = 0; i < RejectedRanges.MAX_RANGES; i++) {
+            ledgers = ledgers.with(PositionFactory.create(2L * i + 1, 0));
+        }
+        ledgers = ledgers.with(PositionFactory.create(2L * RejectedRanges.MAX_RANGES, 0));
+        assertEquals(ledgers.size(), RejectedRanges.MAX_RANGES);
+        assertTrue(ledgers.format().startsWith("1:0-1:0,3:0-3:0"), ledgers.format());
+        assertTrue(ledgers.format().endsWith((2 * RejectedRanges.MAX_RANGES - 1) + ":0-"
+                + (2 * RejectedRanges.MAX_RANGES) + ":0"), ledgers.format());
+    }
+
+    private static RejectedRanges parse(String value) {
+        int[] unreadable = {0};
+        RejectedRanges parsed = RejectedRanges.parse(value, unreadable);
+        assertEquals(unreadable[0], 0, value);
+        return parsed;
+    }
+
+    /**
+     * What an earlier owner wrote: ranges still needed are read as they are; a value with an unreadable part (a
+     * later version's format after a rollback) is left as it is, its readable ranges used (review finding:
+     * removing it would erase the only record).
+     */
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aNewOwnerReadsTheRangesAndLeavesAnUnreadableValueAsItIs() {
+        stored.put(ReplicationRejections.RANGES_KEY, "12:2-12:3,12:5-12:9");
+        ReplicationRejections rejections = newRejections();
+        assertTrue(rejections.isRecorded(PositionFactory.create(12, 7)));
+        assertFalse(rejections.isRecorded(PositionFactory.create(12, 4)));
+        assertEquals(rejections.rangeCount(), 2);
+        synchronized (writes) {
+            assertEquals(writes.size(), 0);
+        }
+        stored.put(ReplicationRejections.RANGES_KEY, "12:5-12:9;v2,12:2-12:3");
+        ReplicationRejections partly = newRejections();
+        assertTrue(partly.isRecorded(PositionFactory.create(12, 3)));
+        assertFalse(partly.isRecorded(PositionFactory.create(12, 7)));
+        synchronized (writes) {
+            assertEquals(writes.size(), 0, "left as it is");
+        }
+    }
+
+    /**
+     * Review finding: a write that keeps failing (a stale cached version) stops every write queued behind it, so
+     * the rewinds waiting for those must go ahead after the same five attempts.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aWriteThatKeepsFailingLetsTheRewindsQueuedBehindItGoAhead() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> head = rejections.recordRejection(E3, "size");
+        CompletableFuture<Void> behind = rejections.recordRejection(E4, "size");
+        for (int i = 0; i < ReplicationRejections.REWIND_AFTER_FAILED_WRITES; i++) {
+            assertFalse(behind.isDone(), "after " + i + " failed attempts");
+            Write w = awaitWrite(i);
+            assertEquals(w.key(), KEY3);
+            w.result().completeExceptionally(new ManagedLedgerException.BadVersionException("stale"));
+        }
+        await().atMost(WAIT).until(() -> head.isDone() && behind.isDone());
+        assertTrue(rejections.isRecorded(E4), "the in-memory record holds meanwhile");
+        succeed(awaitWrite(ReplicationRejections.REWIND_AFTER_FAILED_WRITES));
+        Write queued = awaitWrite(ReplicationRejections.REWIND_AFTER_FAILED_WRITES + 1);
+        assertEquals(queued.key(), KEY4);
+        succeed(queued);
+        assertEquals(stored, Map.of(KEY3, "size", KEY4, "size"));
+    }
+
+    /**
+     * Review finding: only a stale version (which only a cursor-ledger switch repairs) lets the rewind go ahead
+     * without the record; a metadata store that is unreachable for a while is waited out.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 30_000)
+    public void aWriteFailingForAnotherReasonIsWaitedOut() {
+        ReplicationRejections rejections = newRejections();
+        CompletableFuture<Void> rewind = rejections.recordRejection(E3, "size");
+        for (int i = 0; i <= ReplicationRejections.REWIND_AFTER_FAILED_WRITES; i++) {
+            awaitWrite(i).result().completeExceptionally(new ManagedLedgerException.MetaStoreException("unreachable"));
+        }
+        Write retry = awaitWrite(ReplicationRejections.REWIND_AFTER_FAILED_WRITES + 1);
+        assertFalse(rewind.isDone(), "the rewind must wait while the store is unreachable");
+        succeed(retry);
+        await().atMost(WAIT).until(rewind::isDone);
+        assertEquals(stored.get(KEY3), "size");
     }
 
     @Test(groups = FORK_ONLY)
