@@ -23,6 +23,7 @@
 # with its upstream issue and intent (from the patch header), the lines it is on, the files it
 # touches, and whether its change is the same on every line (its added and removed lines compared,
 # hunk offsets ignored). Prints docs/patches.md; with --check, fails if FILE differs from it.
+import configparser
 import difflib
 import os
 import re
@@ -77,6 +78,18 @@ def parse(path):
     return {"subject": subject, "fields": fields, "files": files, "change": change}
 
 
+def exported_prs():
+    """(module, 5.0.0-M1 patch number) -> the upstream PR of upstream-pr/prs.conf it is exported in."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(os.path.join(ROOT, "upstream-pr", "prs.conf"))
+    where = {}
+    for name in parser.sections():
+        for ref in parser[name].get("patches", "").split():
+            module, number = ref.split("/")
+            where[(module, int(number))] = name
+    return where
+
+
 def short(path):
     return path.split("/")[-1]
 
@@ -88,7 +101,10 @@ def render():
            "`python3 build/patch-matrix.py > docs/patches.md`.", "",
            "Per line: the patch number in that line's series. \"Change\" compares the added and removed lines",
            "of the patch across lines (hunk offsets ignored): *same* means one change applied at different",
-           "offsets; otherwise the lines that differ from the first one are named.", ""]
+           "offsets; otherwise the lines that differ from the first one are named. \"Upstream PR\" is the",
+           "series `bin/export-upstream-pr` exports it in (`upstream-pr/prs.conf`, rebased on 5.0.0-M1);",
+           "a patch in none stays in the fork, for the reason its intent gives.", ""]
+    exported = exported_prs()
     for module in MODULES:
         groups = {}
         order = []
@@ -103,8 +119,8 @@ def render():
         if not order:
             continue
         out += ["## " + module, "",
-                "| patch | " + " | ".join(LINES) + " | upstream issue | upstream intent | files | change |",
-                "|---|" + "---|" * len(LINES) + "---|---|---|---|"]
+                "| patch | " + " | ".join(LINES) + " | upstream issue | upstream intent | upstream PR | files | change |",
+                "|---|" + "---|" * len(LINES) + "---|---|---|---|---|"]
         for key in order:
             per_line = groups[key]
             first_line = next(line for line in LINES if line in per_line)
@@ -121,8 +137,10 @@ def render():
             issue = first["fields"].get("Upstream issue", "**missing**")
             intent = first["fields"].get("Upstream intent", "**missing**")
             files = ", ".join(sorted({short(f) for line in per_line for f in per_line[line][1]["files"]}))
+            m1 = per_line.get("5.0.0-M1")
+            pr = exported.get((module, m1[0]), "fork only") if m1 else "backport lines only (5.0.0-M1 has its own patch)"
             row = [key.replace("|", "\\|")] + cells + [issue.replace("|", "\\|"), intent.replace("|", "\\|"),
-                                                       files, change]
+                                                       "`%s`" % pr if pr in exported.values() else pr, files, change]
             out.append("| " + " | ".join(row) + " |")
         out.append("")
     return "\n".join(out)

@@ -46,7 +46,7 @@ import org.apache.bookkeeper.mledger.Position;
  * of the queue's deque held, the cursor's {@code pendingMarkDeleteOps}, which stays the storage so
  * that code and tests reading that field see the queued operations. The writes in flight have a
  * monitor of their own as well: an ack write completes without the queue monitor, which the
- * submitting thread holds across its cursor-ledger add (issue 11). No method runs a callback.
+ * submitting thread holds across its cursor-ledger add. No method runs a callback.
  *
  * @param <T> the operation type (the cursor's {@code MarkDeleteEntry})
  */

@@ -25,7 +25,7 @@ import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 
 /**
- * Rejected source positions written down as ranges, one cursor property for all of them (#26113): the sends our
+ * Rejected source positions written down as ranges, one cursor property for all of them (#26113): the sends the
  * remote's fence refused, and the rejections beyond {@link ReplicationRejections#MAX_RECORDS}. Immutable.
  *
  * <p>A range holds positions of one ledger rejected one after another (a fence refuses every send in flight

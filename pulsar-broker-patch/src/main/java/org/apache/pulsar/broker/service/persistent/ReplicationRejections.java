@@ -59,7 +59,7 @@ import org.slf4j.LoggerFactory;
  * which needs the acks that replication would bring; then every rewind waiting behind that write goes ahead
  * too. Any other failure (the metadata store unreachable) is waited out.
  *
- * <p>State is bounded. A send our remote's fence refused ({@link ReplicatorPublishFences#FENCED}) must be
+ * <p>State is bounded. A send the remote's publish fence refused ({@link ReplicatorPublishFences#FENCED}) must be
  * recorded too: the fence lives in the remote topic owner's memory, and a remote topic that moves stores the
  * client's pending later sends first, so the fenced ones come back as duplicates. A fence refuses every send in
  * flight, so these, and every rejection beyond {@link #MAX_RECORDS} records, are written down as ranges
@@ -176,7 +176,7 @@ public class ReplicationRejections {
     }
 
     /**
-     * Our client reports a duplicate receipt for a position its own in-memory record holds as rejected
+     * The replication client reports a duplicate receipt for a position its own in-memory record holds as rejected
      * (matched by class name, so that this jar links with upstream's client).
      */
     public static boolean isUnconfirmed(Throwable exception) {
@@ -245,7 +245,7 @@ public class ReplicationRejections {
             return rangesWritten;
         }
         if (before.isEmpty()) {
-            log.warn("[{}] Replication rejections beyond the records kept one by one (our remote's fenced sends, or"
+            log.warn("[{}] Replication rejections beyond the records kept one by one (sends the remote's publish fence refused, or"
                     + " more than {} rejections) are recorded as ranges ({}); a duplicate receipt inside them holds"
                     + " the entry", replicatorId, MAX_RECORDS, RANGES_KEY);
         }
@@ -296,7 +296,7 @@ public class ReplicationRejections {
     }
 
     /**
-     * A duplicate receipt for a recorded position (or our client's unconfirmed report): the remote does not
+     * A duplicate receipt for a recorded position (or the replication client's unconfirmed report): the remote does not
      * have the message and will drop it from this producer again. It stays on the source until released.
      */
     public void hold(Position position, String reason) {

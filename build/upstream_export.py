@@ -1,0 +1,601 @@
+#!/usr/bin/env python3
+#
+# Licensed to the Apache Software Foundation (ASF) under one
+# or more contributor license agreements.  See the NOTICE file
+# distributed with this work for additional information
+# regarding copyright ownership.  The ASF licenses this file
+# to you under the Apache License, Version 2.0 (the
+# "License"); you may not use this file except in compliance
+# with the License.  You may obtain a copy of the License at
+#
+#   http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing,
+# software distributed under the License is distributed on an
+# "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+# KIND, either express or implied.  See the License for the
+# specific language governing permissions and limitations
+# under the License.
+#
+# build/upstream_export.py export OUT_DIR [--sources DIR]
+# build/upstream_export.py verify OUT_DIR --classpath CP [--sources DIR]
+# (run by the upstream-pr module of the 5.0.0-M1 build and by bin/export-upstream-pr; DIR holds the
+# three -sources jars, default: the local Maven repository)
+#
+# export: the upstream pull requests of upstream-pr/prs.conf as git format-patch series in
+# apache/pulsar's repository layout. An upstream-shaped git tree is built from the 5.0.0-M1
+# -sources jars of managed-ledger, pulsar-broker and pulsar-client-original (committed at
+# managed-ledger/src/main/java, pulsar-broker/src/main/java, pulsar-client/src/main/java); each PR
+# is a branch (stacked on the PR it names), made of our 5.0.0-M1 patches with their paths moved
+# into that layout, our new classes in the commit of the PR's first patch of their module, and one
+# commit with the PR's tests. Writes OUT_DIR/<pr>/NNNN-*.patch and OUT_DIR/<pr>/description.md.
+# The author of every commit is the one `git config` gives (user.name, user.email).
+#
+# verify: builds the same upstream tree again, applies every exported series with `git am -3`,
+# compiles, per PR, the main classes the PR's tree changes and its tests against the upstream
+# 5.0.0-M1 jars (CP: their dependencies and the test bases), and runs the tests with TestNG: every
+# reproducer must fail on the tree the PR is based on and every test must pass on the PR's tree.
+# Prints the result per PR and exits non-zero when one differs.
+import argparse
+import configparser
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINE = "5.0.0-M1"
+CONF = os.path.join(ROOT, "upstream-pr", "prs.conf")
+M2 = os.path.expanduser(os.environ.get("M2_REPO", "~/.m2/repository"))
+SOURCES_DIR = None
+# Our module -> (upstream module folder, upstream artifact whose -sources jar it patches).
+MODULES = {
+    "managed-ledger": ("managed-ledger", "managed-ledger"),
+    "pulsar-client-patch": ("pulsar-client", "pulsar-client-original"),
+    "pulsar-broker-patch": ("pulsar-broker", "pulsar-broker"),
+}
+BASE_AUTHOR = "Apache Pulsar 5.0.0-M1 sources <dev@pulsar.apache.org>"
+BASE_DATE = "2026-01-01T00:00:00+00:00"
+
+
+def run(cmd, cwd=None, env=None, check=True, quiet=False):
+    result = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True)
+    if check and result.returncode != 0:
+        sys.stderr.write("ERROR: %s (in %s) exited %d\n%s%s" % (
+            " ".join(cmd), cwd, result.returncode, result.stdout, result.stderr))
+        sys.exit(1)
+    if not quiet and result.stdout.strip() and check:
+        pass
+    return result
+
+
+def fail(message):
+    sys.stderr.write("ERROR: " + message + "\n")
+    sys.exit(1)
+
+
+class PullRequest:
+    def __init__(self, name, section):
+        self.name = name
+        self.title = section["title"]
+        self.stacked_on = section.get("stacked-on", "").strip() or None
+        self.patches = section.get("patches", "").split()
+        self.new_classes = section.get("new-classes", "").split()
+        self.reproducers = section.get("reproducers", "").split()
+        self.tests = section.get("tests", "").split()
+        self.unverified = section.get("unverified-tests", "").split()
+        # Test bases and helpers of the PR's tests: compiled with them, not run.
+        self.support = section.get("test-support", "").split()
+        self.pip = section.get("pip", "").strip() or None
+
+    def folder(self):
+        return os.path.join(ROOT, "upstream-pr", self.name)
+
+    def all_tests(self):
+        return self.support + self.reproducers + self.tests + self.unverified
+
+
+def load_prs():
+    parser = configparser.ConfigParser(interpolation=None)
+    with open(CONF) as f:
+        parser.read_file(f)
+    prs = [PullRequest(name, parser[name]) for name in parser.sections()]
+    names = set()
+    for pr in prs:
+        if pr.stacked_on and pr.stacked_on not in names:
+            fail("%s: stacked-on %s must be a PR listed before it in %s" % (pr.name, pr.stacked_on, CONF))
+        names.add(pr.name)
+    return prs
+
+
+def patch_file(ref):
+    """managed-ledger/0001 -> the 0001 patch of that module's 5.0.0-M1 series."""
+    module, number = ref.split("/")
+    found = glob.glob(os.path.join(ROOT, module, "patches", LINE, number + "-*.patch"))
+    if len(found) != 1:
+        fail("%s: no single patch %s in %s/patches/%s" % (CONF, number, module, LINE))
+    return module, found[0]
+
+
+def author():
+    name = run(["git", "config", "user.name"], cwd=ROOT, check=False).stdout.strip()
+    email = run(["git", "config", "user.email"], cwd=ROOT, check=False).stdout.strip()
+    if not name or not email:
+        fail("git config user.name and user.email must be set: they are the author of the exported commits")
+    return name, email
+
+
+def git_env(name, email):
+    env = dict(os.environ)
+    env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
+               GIT_COMMITTER_EMAIL=email)
+    return env
+
+
+def build_upstream_tree(work):
+    """A git repository holding the 5.0.0-M1 sources of the three modules at their upstream paths."""
+    os.makedirs(work)
+    for folder, artifact in MODULES.values():
+        name = "%s-%s-sources.jar" % (artifact, LINE)
+        jar = os.path.join(SOURCES_DIR or os.path.join(M2, "org/apache/pulsar", artifact, LINE), name)
+        if not os.path.exists(jar):
+            fail("%s is missing (bin/export-upstream-pr resolves it with Maven)" % jar)
+        with zipfile.ZipFile(jar) as z:
+            for member in z.namelist():
+                if member.endswith(".java"):
+                    target = os.path.join(work, folder, "src/main/java", member)
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    with open(target, "wb") as out:
+                        out.write(z.read(member))
+    name, email = BASE_AUTHOR.split(" <")
+    env = git_env(name, email[:-1])
+    env.update(GIT_AUTHOR_DATE=BASE_DATE, GIT_COMMITTER_DATE=BASE_DATE)
+    run(["git", "init", "-q", "-b", "upstream"], cwd=work)
+    run(["git", "config", "core.autocrlf", "false"], cwd=work)
+    run(["git", "add", "-A"], cwd=work)
+    run(["git", "commit", "-q", "-m", "Apache Pulsar %s sources of managed-ledger, pulsar-broker and "
+         "pulsar-client-original (their -sources jars)" % LINE], cwd=work, env=env)
+    run(["git", "tag", "upstream-" + LINE], cwd=work)
+
+
+def upstream_layout(patch_text, module):
+    """Moves a patch rooted at the -sources jar into the upstream repository layout."""
+    prefix = MODULES[module][0] + "/src/main/java/"
+    text = re.sub(r"^(diff --git) a/(\S+) b/(\S+)$",
+                  lambda m: "%s a/%s%s b/%s%s" % (m.group(1), prefix, m.group(2), prefix, m.group(3)),
+                  patch_text, flags=re.M)
+    text = re.sub(r"^(---|\+\+\+) ([ab])/", lambda m: "%s %s/%s" % (m.group(1), m.group(2), prefix),
+                  text, flags=re.M)
+    return text
+
+
+def new_class_source(ref):
+    """MODULE/PATH: our class as it is; MODULE/PATH@COMMIT: as it was at that commit of this repository
+    (a PR stacked below a later one gets the class the way its own patches call it)."""
+    ref, _, commit = ref.partition("@")
+    module, rel = ref.split("/", 1)
+    path = os.path.join(module, "src/main/java", rel)
+    if commit:
+        result = run(["git", "show", "%s:%s" % (commit, path)], cwd=ROOT, check=False)
+        if result.returncode != 0:
+            fail("%s: %s@%s is not in this repository's history (a shallow clone?): %s" % (
+                CONF, path, commit, result.stderr.strip()))
+        return module, rel, result.stdout
+    if not os.path.exists(os.path.join(ROOT, path)):
+        fail("%s lists new class %s, which does not exist" % (CONF, path))
+    with open(os.path.join(ROOT, path)) as f:
+        return module, rel, f.read()
+
+
+# Patch headers speak of the fork in places; upstream reads these words instead.
+REWORDS = [
+    (" (ours)", ""),
+    ("with our managed-ledger", "with the managed-ledger change of this PR"),
+    ("With our managed-ledger", "With the managed-ledger change of this PR"),
+    ("through our AppliedMarkDelete", "through AppliedMarkDelete (new class)"),
+    ("or our client's unconfirmed", "or the client's unconfirmed"),
+    ("(regression of this fork's barrier; upstream is not affected)",
+     "(a regression the reset barrier of the PR below would bring; upstream is not affected)"),
+    ("comes with the fork's typed queue", "comes with the typed queue of the reset-barrier PR"),
+    ("which this fork does not patch", "which this change does not touch"),
+    ("on ours and on upstream", "with the reset barrier and on upstream"),
+]
+# The code's comments name the fork's issues in places: "(issue 11)" is dropped from every line of a
+# patch (context lines too, so that the series still applies) and from the new classes.
+FORK_WORDS = re.compile(r"\bissue 1\d\b|\bours\b|\bour\b|this fork|the fork's|pulsarfork", re.I)
+
+
+def upstream_code(text, what, diff=True):
+    text = re.sub(r" \(issue 1\d(, (finding|test) \d+)?\)", "", text)
+    # In a patch only its added lines are checked: the rest is upstream's or was checked before.
+    left = [line for line in text.splitlines()
+            if not (diff and line.startswith(("-", " "))) and FORK_WORDS.search(line)]
+    if left:
+        fail("%s speaks of the fork where it goes upstream (reword it in the source):\n    %s" % (what, "\n    ".join(left)))
+    return text
+
+
+SCOPES = {"managed-ledger": "ml", "pulsar-broker-patch": "broker", "pulsar-client-patch": "client"}
+
+
+def title_tag(pr_title):
+    """[fix][ml] Some title -> ("[fix][ml]", "fix", "Some title")."""
+    m = re.match(r"^((?:\[([a-z]+)\])(?:\[[a-z]+\])*) (.*)$", pr_title)
+    if not m:
+        fail("%s: PR title %r does not start with upstream's [type][scope] tags" % (CONF, pr_title))
+    return m.group(1), m.group(2), m.group(3)
+
+
+def upstream_message(message, pr_title, module):
+    """A patch header rewritten for upstream: upstream's [type][scope] tag on the subject (the PR's type,
+    the patch's module), and none of the fork's own fields (its "Upstream intent" says what the patch
+    is meant to become upstream)."""
+    message = message.split("\nUpstream intent:", 1)[0].rstrip() + "\n"
+    for fork_words, upstream_words in REWORDS:
+        message = message.replace(fork_words, upstream_words)
+    message = re.sub(r" ?\(issue 1\d(, (finding|test) \d+)?\)", "", message)
+    message = re.sub(r"\(issue 1\d(, (finding|test) \d+)?[:,] ", "(", message)
+    message = re.sub(r"(,|:) issue 1\d\)", ")", message)
+    message = re.sub(r", issue 1\d(, (finding|test) \d+)?:(\s)", r":\3", message)
+    message = re.sub(r"^Upstream issue: ", "Issue: ", message, flags=re.M)
+    left = re.findall(r"[^\n]*(?:\bissue 1\d\b|\bours\b|\bour\b|this fork|the fork's)[^\n]*", message)
+    if left:
+        fail("a patch header speaks of the fork where it goes upstream (add a rewording to REWORDS in "
+             "build/upstream_export.py):\n    " + "\n    ".join(left))
+    _, kind, _ = title_tag(pr_title)
+    if not message.startswith("["):
+        message = "[%s][%s] %s" % (kind, SCOPES[module], message)
+    return message
+
+
+def commit_pr(work, pr, env, scratch):
+    base = pr.stacked_on or "upstream"
+    run(["git", "checkout", "-q", "-b", pr.name, base], cwd=work)
+    pending_classes = {}
+    for ref in pr.new_classes:
+        module, rel, path = new_class_source(ref)
+        pending_classes.setdefault(module, []).append((rel, path))
+    for ref in pr.patches:
+        module, path = patch_file(ref)
+        with open(path) as f:
+            text = f.read()
+        header, marker, body = text.partition("\ndiff --git ")
+        moved = upstream_layout(header + marker + upstream_code(body, ref), module)
+        moved_path = os.path.join(scratch, os.path.basename(path))
+        with open(moved_path, "w") as f:
+            f.write(moved)
+        result = run(["git", "am", "-q", "-3", moved_path], cwd=work, env=env, check=False)
+        if result.returncode != 0:
+            fail("%s: %s does not apply to the upstream %s tree:\n%s%s" % (
+                pr.name, ref, LINE, result.stdout, result.stderr))
+        # The new classes a patch needs go in with the PR's first patch of their module, so that
+        # every commit of the series compiles.
+        classes = pending_classes.pop(module, [])
+        for rel, content in classes:
+            target = os.path.join(work, MODULES[module][0], "src/main/java", rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w") as f:
+                f.write(upstream_code(content, rel, diff=False))
+            run(["git", "add", target], cwd=work)
+        message = upstream_message(run(["git", "log", "-1", "--format=%B"], cwd=work).stdout, pr.title, module)
+        run(["git", "commit", "-q", "--amend", "--reset-author", "-m", message], cwd=work, env=env)
+    if pending_classes:
+        fail("%s: new classes of %s, but no patch of that module" % (pr.name, ", ".join(pending_classes)))
+    tests = pr.all_tests()
+    if tests:
+        for rel in tests:
+            source = os.path.join(pr.folder(), rel)
+            if not os.path.exists(source):
+                fail("%s lists test %s, which does not exist" % (CONF, source))
+            target = os.path.join(work, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(source) as f:
+                content = upstream_code(f.read(), rel, diff=False)
+            with open(target, "w") as f:
+                f.write(content)
+            run(["git", "add", target], cwd=work)
+        tag, _, title = title_tag(pr.title)
+        message = "%s Tests: %s\n\nReproducers (fail without this change): %s\n" % (
+            tag, title, ", ".join(os.path.basename(t)[:-5] for t in pr.reproducers) or "none")
+        if pr.unverified:
+            message += ("\nNot run where this series was checked (no upstream test base for it there): %s\n"
+                        % ", ".join(os.path.basename(t)[:-5] for t in pr.unverified))
+        run(["git", "commit", "-q", "-m", message], cwd=work, env=env)
+    return base
+
+
+def export(out_dir):
+    prs = load_prs()
+    name, email = author()
+    env = git_env(name, email)
+    with tempfile.TemporaryDirectory(prefix="upstream-export-") as tmp:
+        work = os.path.join(tmp, "pulsar")
+        build_upstream_tree(work)
+        scratch = os.path.join(tmp, "patches")
+        os.makedirs(scratch)
+        if os.path.isdir(out_dir):
+            for pr in prs:
+                shutil.rmtree(os.path.join(out_dir, pr.name), ignore_errors=True)
+        for pr in prs:
+            base = commit_pr(work, pr, env, scratch)
+            target = os.path.join(out_dir, pr.name)
+            os.makedirs(target)
+            run(["git", "format-patch", "-q", "--no-signature", "-o", target, "%s..%s" % (base, pr.name)],
+                cwd=work)
+            commits = run(["git", "log", "--reverse", "--format=- %s", "%s..%s" % (base, pr.name)],
+                          cwd=work).stdout
+            write_description(pr, target, commits)
+            if pr.pip:
+                shutil.copyfile(os.path.join(ROOT, pr.pip), os.path.join(target, "pip.md"))
+            count = len(glob.glob(os.path.join(target, "*.patch")))
+            print("%s: %d patch(es), based on %s -> %s" % (pr.name, count, base, target))
+
+
+def write_description(pr, target, commits):
+    with open(os.path.join(pr.folder(), "description.md")) as f:
+        body = f.read()
+    header = "# %s\n\n" % pr.title
+    if pr.stacked_on:
+        header += ("This PR is stacked on `%s` (exported next to it): review and merge that one first.\n\n"
+                   % pr.stacked_on)
+    header += "Commits:\n\n%s\n" % commits
+    if VERIFICATION_START not in body:
+        fail("%s/description.md has no %s ... %s section for the check's results" % (
+            pr.folder(), VERIFICATION_START, VERIFICATION_END))
+    with open(os.path.join(target, "description.md"), "w") as f:
+        f.write(header + body)
+
+
+# ---------------------------------------------------------------- verify
+
+
+def changed_main_sources(work, ref):
+    """The main .java files that differ between the upstream tree and ref (changed or added)."""
+    out = run(["git", "diff", "--name-only", "--diff-filter=AM", "upstream-%s" % LINE, ref, "--",
+               "*/src/main/java/*.java"], cwd=work).stdout.split()
+    return out
+
+
+def checkout_tree(work, ref, into):
+    shutil.rmtree(into, ignore_errors=True)
+    os.makedirs(into)
+    archive = subprocess.run(["git", "archive", ref], cwd=work, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+
+
+def javac(sources, classpath, out, what):
+    os.makedirs(out, exist_ok=True)
+    if not sources:
+        return
+    argfile = out + ".args"
+    with open(argfile, "w") as f:
+        f.write("\n".join(sources) + "\n")
+    result = run(["javac", "--release", "17", "-nowarn", "-parameters", "-encoding", "UTF-8",
+                  "-cp", classpath, "-d", out, "@" + argfile], check=False)
+    if result.returncode != 0:
+        fail("%s does not compile:\n%s%s" % (what, result.stdout[-6000:], result.stderr[-6000:]))
+
+
+def build_tree(work, ref, tree_dir, classpath, overlay, tests_from=None):
+    """Compiles what ref changes in the main sources, then every test file of the tree (with overlay, the
+    test files tests_from=(ref, repository) adds, put on it); returns the classpath of the result."""
+    checkout_tree(work, ref, tree_dir)
+    for rel in overlay:
+        content = run(["git", "show", "%s:%s" % (tests_from[0], rel)], cwd=tests_from[1]).stdout
+        os.makedirs(os.path.dirname(os.path.join(tree_dir, rel)), exist_ok=True)
+        with open(os.path.join(tree_dir, rel), "w") as f:
+            f.write(content)
+    main = [os.path.join(tree_dir, p) for p in changed_main_sources(work, ref)]
+    main_out = os.path.join(tree_dir, "target-main")
+    javac(main, classpath, main_out, "%s (main classes the tree changes)" % ref)
+    cp = main_out + os.pathsep + classpath
+    test_out = os.path.join(tree_dir, "target-test")
+    # Every test file of the tree: a stacked PR's tests may use the test bases of the PR below.
+    tests = sorted(glob.glob(os.path.join(tree_dir, "*/src/test/java/**/*.java"), recursive=True))
+    javac(tests, cp, test_out, "%s (tests)" % ref)
+    return len(main), test_out + os.pathsep + cp
+
+
+def testng(classes, classpath, out, reasons):
+    shutil.rmtree(out, ignore_errors=True)
+    run(["java", "-cp", classpath, "org.testng.TestNG", "-d", out, "-testclass", ",".join(classes)],
+        check=False)
+    results = {}
+    path = os.path.join(out, "testng-results.xml")
+    if not os.path.exists(path):
+        return results
+    for cls in ET.parse(path).getroot().iter("class"):
+        for m in cls.iter("test-method"):
+            if m.get("is-config") == "true":
+                if m.get("status") == "FAIL":
+                    results["%s (configuration %s)" % (cls.get("name"), m.get("name"))] = "FAIL"
+                continue
+            key = "%s#%s" % (cls.get("name").rsplit(".", 1)[-1], m.get("name"))
+            status = m.get("status")
+            # A data provider runs a method more than once: it passes only if every run passes.
+            if results.get(key) == "FAIL":
+                continue
+            results[key] = status
+            if status == "FAIL":
+                reasons[key] = failure_reason(m)
+    return results
+
+
+def failure_reason(method):
+    """The exception of a failed test, in one line: its class and the first line of its message."""
+    exception = method.find("exception")
+    if exception is None:
+        return "?"
+    message = (exception.findtext("message") or "").strip().splitlines()
+    return "%s: %s" % (exception.get("class").rsplit(".", 1)[-1], message[0][:160] if message else "")
+
+
+def stack_of(prs, pr):
+    """The PRs pr is stacked on, lowest first, and pr."""
+    by_name = {p.name: p for p in prs}
+    stack = [pr]
+    while stack[0].stacked_on:
+        stack.insert(0, by_name[stack[0].stacked_on])
+    return stack
+
+
+def class_name(rel):
+    return rel.split("/src/test/java/", 1)[1][:-5].replace("/", ".")
+
+
+class PrCheck:
+    """The check of one exported PR on the upstream tree: what it printed, and what failed."""
+
+    def __init__(self, prs, pr, work, tmp, classpath):
+        self.pr = pr
+        self.base = pr.stacked_on or "upstream"
+        self.stack = stack_of(prs, pr)
+        self.work = work
+        self.tmp = tmp
+        self.classpath = classpath
+        self.summary = []
+        self.details = []
+        self.failures = []
+
+    def apply(self, out_dir, env):
+        run(["git", "checkout", "-q", "-b", self.pr.name, self.base], cwd=self.work)
+        series = sorted(glob.glob(os.path.join(out_dir, self.pr.name, "*.patch")))
+        if not series:
+            fail("%s: no exported series in %s (run bin/export-upstream-pr first)" % (self.pr.name, out_dir))
+        result = run(["git", "am", "-q", "-3"] + series, cwd=self.work, env=env, check=False)
+        if result.returncode != 0:
+            fail("%s: git am -3 failed on the upstream %s tree:\n%s%s" % (
+                self.pr.name, LINE, result.stdout, result.stderr))
+        self.summary.append("%d patch(es) applied with git am -3" % len(series))
+
+    def run_tests(self, ref, tests, overlay, label, reasons):
+        """Builds ref (with overlay, this PR's test files, on a tree below it) and runs the tests."""
+        files, cp = build_tree(self.work, ref, os.path.join(self.tmp, label + "-" + self.pr.name), self.classpath,
+                               overlay, tests_from=(self.pr.name, self.work))
+        results = testng([class_name(t) for t in tests], cp, os.path.join(self.tmp, "results-%s-%s" % (
+            label, self.pr.name)), reasons)
+        return files, results
+
+    def check_patched(self):
+        pr = self.pr
+        # The tests of the PRs below this one run on its tree too: a later PR must not break them.
+        below = [t for lower in self.stack[:-1] for t in lower.reproducers + lower.tests]
+        reasons = {}
+        files, results = self.run_tests(pr.name, below + pr.reproducers + pr.tests, [], "patched", reasons)
+        self.summary.insert(1, "%d main file(s) compiled" % files)
+        if not (pr.reproducers or pr.tests):
+            return
+        for test, reason in sorted(reasons.items()):
+            self.details.append("FAILS on %s: %s (%s)" % (pr.name, test, reason))
+        passed = [k for k, v in results.items() if v == "PASS"]
+        other = sorted("%s=%s" % (k, v) for k, v in results.items() if v != "PASS")
+        self.summary.append("patched: %d of %d test(s) pass%s" % (
+            len(passed), len(results), " (with those of the PRs below)" if below else ""))
+        if not results or other:
+            self.failures.append("%s: tests that do not pass on the patched tree: %s" % (
+                pr.name, ", ".join(other) or "(no test ran)"))
+
+    def check_reproducers(self):
+        pr = self.pr
+        if not pr.reproducers:
+            return
+        reasons = {}
+        _, results = self.run_tests(self.base, pr.reproducers, pr.support + pr.reproducers, "base", reasons)
+        for test, reason in sorted(reasons.items()):
+            self.details.append("fails on %s: %s (%s)" % (self.base, test, reason))
+        passing = sorted(k for k, v in results.items() if v != "FAIL")
+        self.summary.append("on %s (unpatched): %d of %d reproducer test(s) fail" % (
+            self.base, len(results) - len(passing), len(results)))
+        if not results or passing:
+            self.failures.append("%s: reproducers that do not fail on %s: %s" % (
+                pr.name, self.base, ", ".join(passing) or "(no test ran)"))
+        if pr.stacked_on:
+            self.reproducers_on_upstream()
+
+    def reproducers_on_upstream(self):
+        """A stacked PR's reproducers on upstream itself: a bug upstream has, or one the PRs below brought."""
+        support = [t for lower in self.stack for t in lower.support]
+        reasons = {}
+        _, results = self.run_tests("upstream", self.pr.reproducers, support + self.pr.reproducers, "upstream",
+                                    reasons)
+        failing = sorted(k for k, v in results.items() if v == "FAIL")
+        self.summary.append("on upstream: %d of %d fail" % (len(failing), len(results)))
+        for test in sorted(k for k, v in results.items() if v != "FAIL"):
+            self.details.append("passes on upstream (a defect of the PRs below only): %s" % test)
+
+    def report(self):
+        text = "%s: %s" % (self.pr.name, "; ".join(self.summary))
+        if self.pr.unverified:
+            text += "; not run here: %s" % ", ".join(os.path.basename(t)[:-5] for t in self.pr.unverified)
+        return "\n".join([text] + ["    " + d for d in self.details])
+
+
+VERIFICATION_START = "<!-- verification -->"
+VERIFICATION_END = "<!-- /verification -->"
+
+
+def record_verification(out_dir, check):
+    """The check's report, in the PR's description and in verification.txt next to its series."""
+    folder = os.path.join(out_dir, check.pr.name)
+    report = check.report()
+    with open(os.path.join(folder, "verification.txt"), "w") as f:
+        f.write(report + "\n")
+    path = os.path.join(folder, "description.md")
+    with open(path) as f:
+        body = f.read()
+    head, _, rest = body.partition(VERIFICATION_START)
+    _, _, tail = rest.partition(VERIFICATION_END)
+    block = ("%s\nChecked by `bin/export-upstream-pr` on the %s sources (%s):\n\n```\n%s\n```\n%s" % (
+        VERIFICATION_START, LINE, "passed" if not check.failures else "FAILED", report, VERIFICATION_END))
+    with open(path, "w") as f:
+        f.write(head + block + tail)
+
+
+def verify(out_dir, classpath):
+    prs = load_prs()
+    env = git_env(*author())
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="upstream-verify-") as tmp:
+        work = os.path.join(tmp, "pulsar")
+        build_upstream_tree(work)
+        for pr in prs:
+            check = PrCheck(prs, pr, work, tmp, classpath)
+            check.apply(out_dir, env)
+            check.check_patched()
+            check.check_reproducers()
+            print(check.report(), flush=True)
+            record_verification(out_dir, check)
+            failures += check.failures
+    if failures:
+        for f in failures:
+            sys.stderr.write("ERROR: " + f + "\n")
+        sys.exit(1)
+    print("upstream export verified: %d PR(s)" % len(prs))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("out_dir")
+    e.add_argument("--sources")
+    v = sub.add_parser("verify")
+    v.add_argument("out_dir")
+    v.add_argument("--classpath", required=True)
+    v.add_argument("--sources")
+    args = parser.parse_args()
+    global SOURCES_DIR
+    SOURCES_DIR = os.path.abspath(args.sources) if args.sources else None
+    if args.command == "export":
+        export(os.path.abspath(args.out_dir))
+    else:
+        verify(os.path.abspath(args.out_dir), args.classpath)
+
+
+if __name__ == "__main__":
+    main()
