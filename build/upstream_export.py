@@ -127,13 +127,19 @@ def author():
     email = run(["git", "config", "user.email"], cwd=ROOT, check=False).stdout.strip()
     if not name or not email:
         fail("git config user.name and user.email must be set: they are the author of the exported commits")
+    if re.search(r"(\.example|example\.(com|org))$", email) or "noreply" in email:
+        sys.stderr.write("WARNING: the exported commits' author is %s <%s>, which looks like a placeholder: set "
+                         "git config user.name and user.email to yours before sending them upstream\n"
+                         % (name, email))
     return name, email
 
 
 def git_env(name, email):
+    """The environment of the temporary repositories: the author, and none of the user's or the system's
+    git configuration (signing, hooks, format.* options would change what is exported)."""
     env = dict(os.environ)
     env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
-               GIT_COMMITTER_EMAIL=email)
+               GIT_COMMITTER_EMAIL=email, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     return env
 
 
@@ -152,6 +158,12 @@ def build_upstream_tree(work):
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     with open(target, "wb") as out:
                         out.write(z.read(member))
+    # Upstream's lombok.config is not in any -sources jar; 5.0.0-M1's classes show what its @CustomLog
+    # declares (a static io.github.merlimat.slog.Logger from Logger.get(Class)).
+    with open(os.path.join(work, "lombok.config"), "w") as f:
+        f.write("config.stopBubbling = true\n"
+                "lombok.log.custom.declaration = io.github.merlimat.slog.Logger "
+                "io.github.merlimat.slog.Logger.get(TYPE)\n")
     name, email = BASE_AUTHOR.split(" <")
     env = git_env(name, email[:-1])
     env.update(GIT_AUTHOR_DATE=BASE_DATE, GIT_COMMITTER_DATE=BASE_DATE)
@@ -180,6 +192,10 @@ def new_class_source(ref):
     ref, _, commit = ref.partition("@")
     module, rel = ref.split("/", 1)
     path = os.path.join(module, "src/main/java", rel)
+    # A class only the 5.x line ships lives in the module's src/main/java-5.x.
+    line_only = os.path.join(module, "src/main/java-5.x", rel)
+    if not commit and not os.path.exists(os.path.join(ROOT, path)) and os.path.exists(os.path.join(ROOT, line_only)):
+        path = line_only
     if commit:
         result = run(["git", "show", "%s:%s" % (commit, path)], cwd=ROOT, check=False)
         if result.returncode != 0:
@@ -204,14 +220,28 @@ REWORDS = [
     ("comes with the fork's typed queue", "comes with the typed queue of the reset-barrier PR"),
     ("which this fork does not patch", "which this change does not touch"),
     ("on ours and on upstream", "with the reset barrier and on upstream"),
+    ("Found by the schedule explorer", "Found by a randomized exploration of the cursor's schedules"),
+    ("found by the schedule explorer", "found by a randomized exploration of the cursor's schedules"),
+    ("by the schedule explorer", "by a randomized exploration of the cursor's schedules"),
+    ("4.0.8 seed 1949", "on 4.0.8"),
+    ("in one benchmark fork of", "in one microbenchmark run of"),
 ]
 # The code's comments name the fork's issues in places: "(issue 11)" is dropped from every line of a
 # patch (context lines too, so that the series still applies) and from the new classes.
-FORK_WORDS = re.compile(r"\bissue 1\d\b|\bours\b|\bour\b|this fork|the fork's|pulsarfork", re.I)
+FORK_WORDS = re.compile(r"\bissue \d+\b|\bours\b|\bour\b|\bfork\b|fork's|pulsarfork|schedule explorer|\bseed \d+"
+                        r"|docs/|\bbench\b", re.I)
+
+
+# The code's comments and messages point the fork's operators at its docs in places; upstream has none.
+CODE_REWORDS = [
+    (" -n 1 (docs/geo-replication.md, 'Releasing a held entry')\"", " -n 1\""),
+]
 
 
 def upstream_code(text, what, diff=True):
-    text = re.sub(r" \(issue 1\d(, (finding|test) \d+)?\)", "", text)
+    for fork_words, upstream_words in CODE_REWORDS:
+        text = text.replace(fork_words, upstream_words)
+    text = re.sub(r" \(issue \d+(, (finding|test) \d+)?\)", "", text, flags=re.I)
     # In a patch only its added lines are checked: the rest is upstream's or was checked before.
     left = [line for line in text.splitlines()
             if not (diff and line.startswith(("-", " "))) and FORK_WORDS.search(line)]
@@ -232,24 +262,32 @@ def title_tag(pr_title):
 
 
 def upstream_message(message, pr_title, module):
-    """A patch header rewritten for upstream: upstream's [type][scope] tag on the subject (the PR's type,
-    the patch's module), and none of the fork's own fields (its "Upstream intent" says what the patch
-    is meant to become upstream)."""
-    message = message.split("\nUpstream intent:", 1)[0].rstrip() + "\n"
+    """A patch header rewritten for upstream: upstream's [type][scope] tag on the subject (the one its
+    "Upstream intent" names, or the PR's type and the patch's module), and none of the fork's own fields
+    (its "Upstream intent" says what the patch is meant to become upstream; trailers after it are kept)."""
+    head, _, intent = message.partition("\nUpstream intent:")
+    trailers = [line for line in intent.splitlines() if re.match(r"^[A-Z][A-Za-z-]+: \S", line)
+                and not line.startswith("For upstream:")]
+    message = head.rstrip() + "\n" + ("\n" + "\n".join(trailers) + "\n" if trailers else "")
     for fork_words, upstream_words in REWORDS:
-        message = message.replace(fork_words, upstream_words)
-    message = re.sub(r" ?\(issue 1\d(, (finding|test) \d+)?\)", "", message)
-    message = re.sub(r"\(issue 1\d(, (finding|test) \d+)?[:,] ", "(", message)
-    message = re.sub(r"(,|:) issue 1\d\)", ")", message)
-    message = re.sub(r", issue 1\d(, (finding|test) \d+)?:(\s)", r":\3", message)
+        # The header is wrapped: a phrase may span a line break.
+        pattern = r"\s+".join(re.escape(word) for word in fork_words.split(" "))
+        message = re.sub(pattern, lambda m: upstream_words, message)
+    # The fork's own issue numbers mean nothing upstream: "(issue 11)", "(issue 13, finding 4: x)", ", issue 11:".
+    message = re.sub(r"\s*\(issue \d+(, (finding|test) \d+)?\)", "", message, flags=re.I)
+    message = re.sub(r"\(issue \d+(, (finding|test) \d+)?[:,]\s*", "(", message, flags=re.I)
+    message = re.sub(r"[,:] issue \d+\)", ")", message, flags=re.I)
+    message = re.sub(r", issue \d+(, (finding|test) \d+)?:(\s)", r":\3", message, flags=re.I)
     message = re.sub(r"^Upstream issue: ", "Issue: ", message, flags=re.M)
-    left = re.findall(r"[^\n]*(?:\bissue 1\d\b|\bours\b|\bour\b|this fork|the fork's)[^\n]*", message)
+    left = [line for line in message.splitlines() if FORK_WORDS.search(line)]
     if left:
-        fail("a patch header speaks of the fork where it goes upstream (add a rewording to REWORDS in "
-             "build/upstream_export.py):\n    " + "\n    ".join(left))
+        fail("a patch header speaks of the fork where it goes upstream (reword it in the source or in REWORDS "
+             "of build/upstream_export.py):\n    " + "\n    ".join(left))
+    own = re.match(r"^\s*((?:\[[a-z]+\])+) ", intent)
     _, kind, _ = title_tag(pr_title)
+    tag = own.group(1) if own else "[%s][%s]" % (kind, SCOPES[module])
     if not message.startswith("["):
-        message = "[%s][%s] %s" % (kind, SCOPES[module], message)
+        message = tag + " " + message
     return message
 
 
@@ -269,12 +307,13 @@ def commit_pr(work, pr, env, scratch):
         moved_path = os.path.join(scratch, os.path.basename(path))
         with open(moved_path, "w") as f:
             f.write(moved)
-        result = run(["git", "am", "-q", "-3", moved_path], cwd=work, env=env, check=False)
+        # No 3-way merge: the series must apply as the fork's build applies it (patch(1), no fuzz).
+        result = run(["git", "am", "-q", moved_path], cwd=work, env=env, check=False)
         if result.returncode != 0:
             fail("%s: %s does not apply to the upstream %s tree:\n%s%s" % (
                 pr.name, ref, LINE, result.stdout, result.stderr))
-        # The new classes a patch needs go in with the PR's first patch of their module, so that
-        # every commit of the series compiles.
+        # The new classes go in with the PR's first patch of their module, which is the first to use them
+        # (the check compiles only the PR's tip, not each commit).
         classes = pending_classes.pop(module, [])
         for rel, content in classes:
             target = os.path.join(work, MODULES[module][0], "src/main/java", rel)
@@ -318,9 +357,7 @@ def export(out_dir):
         build_upstream_tree(work)
         scratch = os.path.join(tmp, "patches")
         os.makedirs(scratch)
-        if os.path.isdir(out_dir):
-            for pr in prs:
-                shutil.rmtree(os.path.join(out_dir, pr.name), ignore_errors=True)
+        clear_out_dir(out_dir)
         for pr in prs:
             base = commit_pr(work, pr, env, scratch)
             target = os.path.join(out_dir, pr.name)
@@ -336,16 +373,32 @@ def export(out_dir):
             print("%s: %d patch(es), based on %s -> %s" % (pr.name, count, base, target))
 
 
+def clear_out_dir(out_dir):
+    """Removes earlier exports from OUT_DIR (folders with a description.md, PRs since dropped from prs.conf
+    too), and nothing else; refuses a folder of this repository outside a target/ folder."""
+    inside = os.path.relpath(out_dir, ROOT)
+    if not inside.startswith("..") and "target" not in inside.split(os.sep):
+        fail("OUT_DIR %s is inside this repository: pick a folder outside it (or under a target/ folder)" % out_dir)
+    if not os.path.isdir(out_dir):
+        return
+    for name in os.listdir(out_dir):
+        folder = os.path.join(out_dir, name)
+        if os.path.isfile(os.path.join(folder, "description.md")):
+            shutil.rmtree(folder)
+
+
 def write_description(pr, target, commits):
     with open(os.path.join(pr.folder(), "description.md")) as f:
         body = f.read()
     header = "# %s\n\n" % pr.title
     if pr.stacked_on:
-        header += ("This PR is stacked on `%s` (exported next to it): review and merge that one first.\n\n"
-                   % pr.stacked_on)
+        header += ("This PR is stacked on `%s` (exported next to this one; replace the name by its upstream PR "
+                   "link once it is opened): review and merge that one first. Only the commits listed below "
+                   "belong to this PR.\n\n" % pr.stacked_on)
     header += "Commits:\n\n%s\n" % commits
-    if VERIFICATION_START not in body:
-        fail("%s/description.md has no %s ... %s section for the check's results" % (
+    if body.count(VERIFICATION_START) != 1 or body.count(VERIFICATION_END) != 1 \
+            or body.index(VERIFICATION_START) > body.index(VERIFICATION_END):
+        fail("%s/description.md needs one %s ... %s section for the check's results" % (
             pr.folder(), VERIFICATION_START, VERIFICATION_END))
     with open(os.path.join(target, "description.md"), "w") as f:
         f.write(header + body)
@@ -355,10 +408,47 @@ def write_description(pr, target, commits):
 
 
 def changed_main_sources(work, ref):
-    """The main .java files that differ between the upstream tree and ref (changed or added)."""
-    out = run(["git", "diff", "--name-only", "--diff-filter=AM", "upstream-%s" % LINE, ref, "--",
-               "*/src/main/java/*.java"], cwd=work).stdout.split()
-    return out
+    """The main .java files that differ between the upstream tree and ref. A deleted or renamed one fails:
+    the check compiles against upstream's jar, which would still hold the old class."""
+    changes = run(["git", "diff", "--name-status", "upstream-%s" % LINE, ref, "--", "*/src/main/java/*.java"],
+                  cwd=work).stdout.splitlines()
+    changed = []
+    for line in changes:
+        status, path = line.split("\t", 1)
+        if status not in ("A", "M"):
+            fail("%s %s a main file (%s): the check cannot compile that against upstream's jar" % (
+                ref, {"D": "deletes", "R": "renames"}.get(status[:1], "changes"), line))
+        changed.append(path)
+    return changed
+
+
+def dependent_main_sources(tree_dir, changed):
+    """The unchanged main files that subclass a changed class or share its package and name it: they are
+    recompiled against the change (a changed signature or an override that no longer applies fails here,
+    not at run time). Callers in other packages are left out: some need compile-only dependencies
+    (annotations of the REST layer) that no published pom declares."""
+    by_module = {}
+    for path in changed:
+        module, _, rel = path.partition("/src/main/java/")
+        by_module.setdefault(module, []).append(rel)
+    dependents = []
+    for module, rels in by_module.items():
+        classes = sorted({os.path.basename(r)[:-5] for r in rels})
+        packages = {os.path.dirname(r) for r in rels}
+        names = re.compile(r"\b(%s)\b" % "|".join(classes))
+        subclass = re.compile(r"\b(extends|implements)\s+[\w.<>, ]*\b(%s)\b" % "|".join(classes))
+        root = os.path.join(tree_dir, module, "src/main/java")
+        for folder, _, files in os.walk(root):
+            package = os.path.relpath(folder, root)
+            for name in files:
+                path = os.path.relpath(os.path.join(folder, name), tree_dir)
+                if not name.endswith(".java") or path in changed:
+                    continue
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                if subclass.search(text) or (package in packages and names.search(text)):
+                    dependents.append(path)
+    return dependents
 
 
 def checkout_tree(work, ref, into):
@@ -374,7 +464,8 @@ def javac(sources, classpath, out, what):
         return
     argfile = out + ".args"
     with open(argfile, "w") as f:
-        f.write("\n".join(sources) + "\n")
+        # Quoted: a temporary folder may have spaces in its path.
+        f.write("\n".join('"%s"' % p.replace("\\", "\\\\") for p in sources) + "\n")
     result = run(["javac", "--release", "17", "-nowarn", "-parameters", "-encoding", "UTF-8",
                   "-cp", classpath, "-d", out, "@" + argfile], check=False)
     if result.returncode != 0:
@@ -390,15 +481,16 @@ def build_tree(work, ref, tree_dir, classpath, overlay, tests_from=None):
         os.makedirs(os.path.dirname(os.path.join(tree_dir, rel)), exist_ok=True)
         with open(os.path.join(tree_dir, rel), "w") as f:
             f.write(content)
-    main = [os.path.join(tree_dir, p) for p in changed_main_sources(work, ref)]
+    changed = changed_main_sources(work, ref)
+    main = [os.path.join(tree_dir, p) for p in changed + dependent_main_sources(tree_dir, changed)]
     main_out = os.path.join(tree_dir, "target-main")
-    javac(main, classpath, main_out, "%s (main classes the tree changes)" % ref)
+    javac(main, classpath, main_out, "%s (main classes the tree changes, and those that name them)" % ref)
     cp = main_out + os.pathsep + classpath
     test_out = os.path.join(tree_dir, "target-test")
     # Every test file of the tree: a stacked PR's tests may use the test bases of the PR below.
     tests = sorted(glob.glob(os.path.join(tree_dir, "*/src/test/java/**/*.java"), recursive=True))
     javac(tests, cp, test_out, "%s (tests)" % ref)
-    return len(main), test_out + os.pathsep + cp
+    return (len(changed), len(main) - len(changed)), test_out + os.pathsep + cp
 
 
 def testng(classes, classpath, out, reasons):
@@ -409,19 +501,22 @@ def testng(classes, classpath, out, reasons):
     path = os.path.join(out, "testng-results.xml")
     if not os.path.exists(path):
         return results
+    rank = {"PASS": 0, "SKIP": 1, "FAIL": 2}
     for cls in ET.parse(path).getroot().iter("class"):
         for m in cls.iter("test-method"):
+            status = m.get("status")
             if m.get("is-config") == "true":
-                if m.get("status") == "FAIL":
-                    results["%s (configuration %s)" % (cls.get("name"), m.get("name"))] = "FAIL"
+                if status != "PASS":
+                    key = "%s (configuration %s)" % (cls.get("name"), m.get("name"))
+                    results[key] = status
+                    reasons[key] = failure_reason(m)
                 continue
             key = "%s#%s" % (cls.get("name").rsplit(".", 1)[-1], m.get("name"))
-            status = m.get("status")
-            # A data provider runs a method more than once: it passes only if every run passes.
-            if results.get(key) == "FAIL":
+            # A data provider runs a method more than once: its worst run counts.
+            if rank.get(results.get(key), -1) >= rank.get(status, 2):
                 continue
             results[key] = status
-            if status == "FAIL":
+            if status != "PASS":
                 reasons[key] = failure_reason(m)
     return results
 
@@ -487,9 +582,11 @@ class PrCheck:
         below = [t for lower in self.stack[:-1] for t in lower.reproducers + lower.tests]
         reasons = {}
         files, results = self.run_tests(pr.name, below + pr.reproducers + pr.tests, [], "patched", reasons)
-        self.summary.insert(1, "%d main file(s) compiled" % files)
+        self.summary.insert(1, "%d changed main file(s) compiled, with %d dependent one(s) (subclasses, users in "
+                                "their packages)" % files)
         if not (pr.reproducers or pr.tests):
-            return
+            # Nothing of its own checks it: it is not verified, whatever the PRs below show.
+            self.failures.append("%s: the PR has no reproducer and no test" % pr.name)
         for test, reason in sorted(reasons.items()):
             self.details.append("FAILS on %s: %s (%s)" % (pr.name, test, reason))
         passed = [k for k, v in results.items() if v == "PASS"]
@@ -506,16 +603,29 @@ class PrCheck:
             return
         reasons = {}
         _, results = self.run_tests(self.base, pr.reproducers, pr.support + pr.reproducers, "base", reasons)
-        for test, reason in sorted(reasons.items()):
-            self.details.append("fails on %s: %s (%s)" % (self.base, test, reason))
-        passing = sorted(k for k, v in results.items() if v != "FAIL")
-        self.summary.append("on %s (unpatched): %d of %d reproducer test(s) fail" % (
-            self.base, len(results) - len(passing), len(results)))
-        if not results or passing:
-            self.failures.append("%s: reproducers that do not fail on %s: %s" % (
-                pr.name, self.base, ", ".join(passing) or "(no test ran)"))
+        reproduced = self.classify(results, reasons, self.base)
+        self.summary.append("on %s (unpatched): %d of %d reproducer test(s) fail on an assertion" % (
+            self.base, len(reproduced), len(results)))
+        not_reproduced = sorted(set(results) - set(reproduced))
+        if not results or not_reproduced:
+            self.failures.append("%s: reproducers that do not fail on an assertion on %s: %s" % (
+                pr.name, self.base, ", ".join("%s (%s)" % (t, reasons.get(t, results[t])) for t in not_reproduced)
+                or "(no test ran)"))
         if pr.stacked_on:
             self.reproducers_on_upstream()
+
+    def classify(self, results, reasons, tree):
+        """The tests that reproduce the bug on tree: they failed on an assertion. A timeout, a setup
+        failure or an exception of the test's own making is not a reproduction."""
+        reproduced = []
+        for test in sorted(results):
+            reason = reasons.get(test, results[test])
+            if results[test] == "FAIL" and reason.startswith(REPRODUCING_FAILURES):
+                reproduced.append(test)
+                self.details.append("fails on %s: %s (%s)" % (tree, test, reason))
+            else:
+                self.details.append("%s on %s, not a reproduction: %s (%s)" % (results[test], tree, test, reason))
+        return reproduced
 
     def reproducers_on_upstream(self):
         """A stacked PR's reproducers on upstream itself: a bug upstream has, or one the PRs below brought."""
@@ -523,10 +633,9 @@ class PrCheck:
         reasons = {}
         _, results = self.run_tests("upstream", self.pr.reproducers, support + self.pr.reproducers, "upstream",
                                     reasons)
-        failing = sorted(k for k, v in results.items() if v == "FAIL")
-        self.summary.append("on upstream: %d of %d fail" % (len(failing), len(results)))
-        for test in sorted(k for k, v in results.items() if v != "FAIL"):
-            self.details.append("passes on upstream (a defect of the PRs below only): %s" % test)
+        reproduced = self.classify(results, reasons, "upstream")
+        self.summary.append("on upstream: %d of %d fail on an assertion (the others are defects of the PRs "
+                            "below only)" % (len(reproduced), len(results)))
 
     def report(self):
         text = "%s: %s" % (self.pr.name, "; ".join(self.summary))
@@ -535,6 +644,9 @@ class PrCheck:
         return "\n".join([text] + ["    " + d for d in self.details])
 
 
+# A reproducer reproduces its bug when it fails on an assertion (TestNG's Assert throws AssertionError); a
+# timeout, a setup failure or a reflection error of the test's own is not a reproduction.
+REPRODUCING_FAILURES = ("AssertionError",)
 VERIFICATION_START = "<!-- verification -->"
 VERIFICATION_END = "<!-- /verification -->"
 

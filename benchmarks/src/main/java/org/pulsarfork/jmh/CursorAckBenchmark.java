@@ -88,9 +88,9 @@ public class CursorAckBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        String path = System.getProperty("bench.cp." + jar);
+        String path = System.getProperty("benchmark.cp." + jar);
         if (path == null) {
-            throw new IllegalStateException("-Dbench.cp." + jar + " is not set (bin/run-benchmark sets it)");
+            throw new IllegalStateException("-Dbenchmark.cp." + jar + " is not set (bin/run-benchmark sets it)");
         }
         List<URL> urls = new ArrayList<>();
         for (String entry : path.split(File.pathSeparator)) {

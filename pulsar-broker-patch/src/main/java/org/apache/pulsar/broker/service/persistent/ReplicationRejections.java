@@ -245,9 +245,9 @@ public class ReplicationRejections {
             return rangesWritten;
         }
         if (before.isEmpty()) {
-            log.warn("[{}] Replication rejections beyond the records kept one by one (sends the remote's publish fence refused, or"
-                    + " more than {} rejections) are recorded as ranges ({}); a duplicate receipt inside them holds"
-                    + " the entry", replicatorId, MAX_RECORDS, RANGES_KEY);
+            log.warn("[{}] Replication rejections beyond the records kept one by one (sends the remote's publish"
+                    + " fence refused, or more than {} rejections) are recorded as ranges ({}); a duplicate receipt"
+                    + " inside them holds the entry", replicatorId, MAX_RECORDS, RANGES_KEY);
         }
         return queueRangesWriteLocked();
     }

@@ -69,7 +69,7 @@ public class ReplicatorPublishFences {
     public static final String FENCED = "Fenced behind a refused replicated message: ";
     /**
      * Broker configuration key (a {@code broker.conf} line, read from the configuration's properties):
-     * {@code false} turns the fence off, which brings back upstream's behaviour (docs/geo-replication.md).
+     * {@code false} turns the fence off: a refused message's successors are stored as without it.
      */
     public static final String ENABLED_PROPERTY = "replicatorPublishFenceEnabled";
 

@@ -34,7 +34,7 @@ import org.testng.annotations.Test;
 public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationProducerReceiptTestBase {
 
     /** The unconfirmed resend names the source position the replicator must keep. */
-    @Test
+    @Test(timeOut = 30_000)
     public void anUnconfirmedResendNamesItsSourcePosition() {
         rejectE3AsNotAllowedAndStoreE4E5();
 
@@ -51,7 +51,7 @@ public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationPr
      * Bounded state: the record shared by the replicator's producers on this client
      * outlives a closed producer only while it holds a rejection.
      */
-    @Test
+    @Test(timeOut = 30_000)
     public void aClosedProducersRecordIsKeptOnlyWhileItHoldsARejection() {
         String name = "pulsar.repl.r1-->r2";
         RejectedSourcePositions unused = RejectedSourcePositions.shared(client, TOPIC, name);
@@ -68,7 +68,7 @@ public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationPr
     }
 
     /** Controls on V1: a duplicate with no rejection is a success; a real receipt clears the rejection. */
-    @Test
+    @Test(timeOut = 30_000)
     public void aV1RemotesDuplicatesOfStoredMessagesStaySuccesses() {
         when(cnx.isBrokerSupportsReplDedupByLidAndEid()).thenReturn(false);
         Send e3 = send(3, 103);
@@ -77,7 +77,7 @@ public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationPr
 
         Send e4 = send(4, 104);
         producer.recoverNotAllowedError(104, "Exceed maximum message size");
-        assertTrue(e4.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        assertTrue(outcomeOf(e4) instanceof PulsarClientException.NotAllowedException);
         Send e4Again = send(4, 104);
         v1Receipt(104, 9, 0);
         assertTrue(e4Again.succeeded(), "stored on the second attempt");
@@ -88,7 +88,7 @@ public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationPr
     }
 
     /** Controls: without a rejection, -1/-1 is a legitimate duplicate, and a real receipt clears a rejection. */
-    @Test
+    @Test(timeOut = 30_000)
     public void duplicatesOfStoredMessagesStaySuccesses() {
         Send e3 = send(3, 103);
         receipt(3, -1, -1);
@@ -97,7 +97,7 @@ public class GeoReplicationProducerDuplicateReceiptTest extends GeoReplicationPr
         Send e4 = send(4, 104);
         localBufferIntact = false;
         producer.recoverChecksumError(cnx, 104);
-        assertTrue(e4.outcome.join() instanceof PulsarClientException.ChecksumException);
+        assertTrue(outcomeOf(e4) instanceof PulsarClientException.ChecksumException);
         Send e4Again = send(4, 104);
         receipt(4, 9, 0);
         assertTrue(e4Again.succeeded(), "stored on the second attempt");

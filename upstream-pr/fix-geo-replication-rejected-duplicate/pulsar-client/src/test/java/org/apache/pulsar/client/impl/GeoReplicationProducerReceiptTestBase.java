@@ -165,13 +165,18 @@ public abstract class GeoReplicationProducerReceiptTestBase {
         }
     }
 
+    /** The outcome of a send the scripted receipts must have completed (no wait: they run on this thread). */
+    protected static Throwable outcomeOf(Send send) {
+        assertTrue(send.outcome.isDone(), "the send must have completed");
+        return send.outcome.join();
+    }
+
     /**
      * A -1/-1 receipt for a message the remote rejected must not report it persisted, and must not fail it
      * with InvalidMessageException either: the replicator deletes the source entry on that exception.
      */
     protected static Throwable assertUnconfirmed(Send send) {
-        assertTrue(send.outcome.isDone(), "the resend must complete");
-        Throwable failure = send.outcome.join();
+        Throwable failure = outcomeOf(send);
         assertNotNull(failure, "a -1/-1 receipt for a message the remote rejected must not report it persisted");
         assertFalse(failure instanceof PulsarClientException.InvalidMessageException,
                 "the replicator deletes the source entry on InvalidMessageException");
@@ -184,7 +189,7 @@ public abstract class GeoReplicationProducerReceiptTestBase {
         send(4, 104);
         send(5, 105);
         producer.recoverNotAllowedError(103, "Exceed maximum message size");
-        assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        assertTrue(outcomeOf(e3) instanceof PulsarClientException.NotAllowedException);
         receipt(4, 9, 0);
         receipt(5, 9, 1);
     }

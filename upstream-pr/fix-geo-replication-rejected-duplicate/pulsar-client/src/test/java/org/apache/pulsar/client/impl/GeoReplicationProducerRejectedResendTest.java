@@ -32,14 +32,14 @@ import org.testng.annotations.Test;
 public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProducerReceiptTestBase {
 
     /** The report's timeline: a corrupted local buffer fails E3, the replicator rewinds and resends it (Case-1). */
-    @Test
+    @Test(timeOut = 30_000)
     public void resendOfAMessageRejectedForItsChecksumIsUnconfirmed() {
         Send e3 = send(3, 103);
         Send e4 = send(4, 104);
         Send e5 = send(5, 105);
         localBufferIntact = false;
         producer.recoverChecksumError(cnx, 103);
-        assertTrue(e3.outcome.join() instanceof PulsarClientException.ChecksumException);
+        assertTrue(outcomeOf(e3) instanceof PulsarClientException.ChecksumException);
         receipt(4, 9, 0);
         receipt(5, 9, 1);
         assertTrue(e4.succeeded() && e5.succeeded());
@@ -56,7 +56,7 @@ public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProd
      * arrives while E3 is the head, the producer closes the connection, and after the reconnect the remote
      * answers E3 as a duplicate (Case-3). Legitimate duplicates of E4 and E5 stay successes.
      */
-    @Test
+    @Test(timeOut = 30_000)
     public void checksumErrorOnTheWireThenReconnectLeavesTheRejectedMessageUnconfirmed() {
         Send e3 = send(3, 103);
         Send e4 = send(4, 104);
@@ -76,7 +76,7 @@ public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProd
     }
 
     /** NotAllowedError (for example a topic-level max message size on the remote), then the limit is lifted. */
-    @Test
+    @Test(timeOut = 30_000)
     public void resendOfAMessageRejectedAsNotAllowedIsUnconfirmed() {
         rejectE3AsNotAllowedAndStoreE4E5();
 
@@ -89,7 +89,7 @@ public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProd
      * The replicator re-creates its producer (a disconnect) after the remote rejected E3 and stored E4 and
      * E5: the new producer's resend of E3 is answered -1/-1 and must not be a confirmation either.
      */
-    @Test
+    @Test(timeOut = 30_000)
     public void aRecreatedProducerStillTreatsTheRejectedMessageAsUnconfirmed() {
         rejectE3AsNotAllowedAndStoreE4E5();
 
@@ -103,7 +103,7 @@ public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProd
      * Case-1 completes an op already covered by the last persisted position on another message's receipt:
      * it must not be reported with that message's target position.
      */
-    @Test
+    @Test(timeOut = 30_000)
     public void anOpCompletedOnAnotherMessagesReceiptCarriesNoTargetPosition() {
         send(4, 104);
         send(5, 105);
@@ -118,14 +118,14 @@ public class GeoReplicationProducerRejectedResendTest extends GeoReplicationProd
     }
 
     /** A V1 remote's duplicate receipt for E3, which it refused, is unconfirmed. */
-    @Test
+    @Test(timeOut = 30_000)
     public void aV1RemotesDuplicateReceiptForARejectedMessageIsUnconfirmed() {
         when(cnx.isBrokerSupportsReplDedupByLidAndEid()).thenReturn(false);
         Send e3 = send(3, 103);
         Send e4 = send(4, 104);
         Send e5 = send(5, 105);
         producer.recoverNotAllowedError(103, "Exceed maximum message size");
-        assertTrue(e3.outcome.join() instanceof PulsarClientException.NotAllowedException);
+        assertTrue(outcomeOf(e3) instanceof PulsarClientException.NotAllowedException);
         v1Receipt(104, 9, 0);
         v1Receipt(105, 9, 1);
         assertTrue(e4.succeeded() && e5.succeeded());

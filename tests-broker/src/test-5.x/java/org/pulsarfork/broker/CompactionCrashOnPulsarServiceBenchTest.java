@@ -52,7 +52,7 @@ import org.testng.annotations.Test;
  * compacted ledger in {@code CompactedTopicLedger}; PulsarCompactorSubscription deletes the previous
  * compacted ledger when that ack completes. Upstream completed the throttled ack at once.
  */
-public class CompactionCrashBenchTest {
+public class CompactionCrashOnPulsarServiceBenchTest {
     private OrderedExecutor bookKeeperExecutor;
     private PulsarMockBookKeeper bookKeeper;
     private PulsarService pulsar;
