@@ -25,7 +25,9 @@
 #   TARGET_DIR/replaced-classes.txt    Ant patterns of the upstream classes they replace, nested
 #                                      and anonymous ones included (left out of the drop-in jar)
 #   TARGET_DIR/patch-series.properties patch.series and patch.series.sha256 for the jar manifest
-# Patch paths are relative to the sources-jar root: a/org/apache/.../ManagedCursorImpl.java.
+# Patch paths are relative to the sources-jar root: a/org/apache/.../ManagedCursorImpl.java. A series
+# names its own patches (NNNN-*.patch) and patches shared with other lines (../shared/NAME.patch: one file
+# applied to each line that lists it, with offsets).
 set -euo pipefail
 
 sources_jar=$1
@@ -87,7 +89,11 @@ for name in "${names[@]+"${names[@]}"}"; do
     echo "Rebase the series: build/series-to-worktree.sh, fix, build/worktree-to-series.sh (README)." >&2
     exit 1
   fi
-  echo "applied $name"
+  case $name in
+    ../shared/*) echo "applied $name (one file, shared with: $(grep -l -x -F "$name" "$series_dir"/../*/series \
+                   | sed 's#.*/\([^/]*\)/series$#\1#' | grep -vx "$(basename "$series_dir")" | paste -sd, -))" ;;
+    *) echo "applied $name" ;;
+  esac
   grep -E '^\+\+\+ ' "$file" | sed -E 's#^\+\+\+ [^/]+/##; s#[[:space:]].*$##' >> "$touched"
 done
 
@@ -102,7 +108,8 @@ sort -u "$touched" | while IFS= read -r rel; do
   printf '%s.class\n%s$*.class\n' "$stem" "$stem" >> "$target/replaced-classes.txt"
 done
 
-list=$(IFS=,; echo "${names[*]+"${names[*]}"}")
+# A patch shared by several lines is listed as shared/NAME (its series names it ../shared/NAME).
+list=$(IFS=,; echo "${names[*]+"${names[*]}"}" | sed 's#\.\./shared/#shared/#g')
 if [ ${#names[@]} -gt 0 ]; then
   sum=$(cd "$series_dir" && cat "${names[@]}" | sha256sum | cut -d' ' -f1)
 else

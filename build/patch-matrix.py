@@ -43,7 +43,7 @@ def series(module, line):
     for raw in open(path):
         name = raw.split("#", 1)[0].strip()
         if name:
-            names.append(os.path.join(folder, name))
+            names.append(os.path.normpath(os.path.join(folder, name)))
     return names
 
 
@@ -75,7 +75,7 @@ def parse(path):
     files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", "diff --git " + body, re.M)))
     change = [row for row in ("diff --git " + body).split("\n")
               if (row.startswith("+") or row.startswith("-")) and not row.startswith(("+++", "---"))]
-    return {"subject": subject, "fields": fields, "files": files, "change": change}
+    return {"subject": subject, "fields": fields, "files": files, "change": change, "path": path}
 
 
 def exported_prs():
@@ -101,7 +101,9 @@ def render():
            "`python3 build/patch-matrix.py > docs/patches.md`.", "",
            "Per line: the patch number in that line's series. \"Change\" compares the added and removed lines",
            "of the patch across lines (hunk offsets ignored): *same* means one change applied at different",
-           "offsets; otherwise the lines that differ from the first one are named. \"Upstream PR\" is the",
+           "offsets; otherwise the lines that differ from the first one are named. A patch kept once for several",
+           "lines (`MODULE/patches/shared/`, listed in each of their series) says so: \"one file\" and the lines",
+           "that apply it. \"Upstream PR\" is the",
            "series `bin/export-upstream-pr` exports it in (`upstream-pr/prs.conf`, rebased on 5.0.0-M1);",
            "a patch in none stays in the fork, for the reason its intent gives.", ""]
     exported = exported_prs()
@@ -134,6 +136,13 @@ def render():
                         delta = sum(1 for d in difflib.ndiff(first["change"], other) if d[:1] in "+-")
                         differs.append("%s (%d lines)" % (line, delta))
             change = "same" if not differs else "differs on " + ", ".join(differs)
+            shared = {}
+            for line in LINES:
+                if line in per_line and "/shared/" in per_line[line][1]["path"]:
+                    shared.setdefault(per_line[line][1]["path"], []).append(line)
+            for path, on in shared.items():
+                where = "one file on every line" if len(on) == len(per_line) else "one file on " + ", ".join(on)
+                change = "%s: `shared/%s`; %s" % (where, os.path.basename(path), change)
             issue = first["fields"].get("Upstream issue", "**missing**")
             intent = first["fields"].get("Upstream intent", "**missing**")
             files = ", ".join(sorted({short(f) for line in per_line for f in per_line[line][1]["files"]}))

@@ -32,10 +32,13 @@
 # The author of every commit is the one `git config` gives (user.name, user.email).
 #
 # verify: builds the same upstream tree again, applies every exported series with `git am -3`,
-# compiles, per PR, the main classes the PR's tree changes and its tests against the upstream
-# 5.0.0-M1 jars (CP: their dependencies and the test bases), and runs the tests with TestNG: every
-# reproducer must fail on the tree the PR is based on and every test must pass on the PR's tree.
-# Prints the result per PR and exits non-zero when one differs.
+# compiles, per PR, the main files the PR's tree changes (with their subclasses and the users in their
+# packages) and every test file against the upstream 5.0.0-M1 jars (CP: their dependencies and the test
+# bases: managed-ledger's MockedBookKeeperTestCase from the 4.2.4 test-jar, as 5.0.0-M1 publishes none),
+# and runs the tests with TestNG (plain, without upstream's build listeners): every reproducer must fail on
+# an assertion on the tree the PR is based on, and every test of the PR and of the PRs below it must pass
+# on the PR's tree. Prints the result per PR, writes it into each description, and exits non-zero when
+# one differs.
 import argparse
 import configparser
 import glob
@@ -63,14 +66,12 @@ BASE_AUTHOR = "Apache Pulsar 5.0.0-M1 sources <dev@pulsar.apache.org>"
 BASE_DATE = "2026-01-01T00:00:00+00:00"
 
 
-def run(cmd, cwd=None, env=None, check=True, quiet=False):
+def run(cmd, cwd=None, env=None, check=True):
     result = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True)
     if check and result.returncode != 0:
         sys.stderr.write("ERROR: %s (in %s) exited %d\n%s%s" % (
             " ".join(cmd), cwd, result.returncode, result.stdout, result.stderr))
         sys.exit(1)
-    if not quiet and result.stdout.strip() and check:
-        pass
     return result
 
 
@@ -114,12 +115,14 @@ def load_prs():
 
 
 def patch_file(ref):
-    """managed-ledger/0001 -> the 0001 patch of that module's 5.0.0-M1 series."""
+    """managed-ledger/0001 -> the first patch of that module's 5.0.0-M1 series (its own, or a shared one)."""
     module, number = ref.split("/")
-    found = glob.glob(os.path.join(ROOT, module, "patches", LINE, number + "-*.patch"))
-    if len(found) != 1:
-        fail("%s: no single patch %s in %s/patches/%s" % (CONF, number, module, LINE))
-    return module, found[0]
+    folder = os.path.join(ROOT, module, "patches", LINE)
+    with open(os.path.join(folder, "series")) as f:
+        names = [row.split("#", 1)[0].strip() for row in f if row.split("#", 1)[0].strip()]
+    if not number.isdigit() or not 1 <= int(number) <= len(names):
+        fail("%s: %s names no patch of %s/patches/%s/series (%d patches)" % (CONF, ref, module, LINE, len(names)))
+    return module, os.path.normpath(os.path.join(folder, names[int(number) - 1]))
 
 
 def author():
@@ -226,8 +229,7 @@ REWORDS = [
     ("4.0.8 seed 1949", "on 4.0.8"),
     ("in one benchmark fork of", "in one microbenchmark run of"),
 ]
-# The code's comments name the fork's issues in places: "(issue 11)" is dropped from every line of a
-# patch (context lines too, so that the series still applies) and from the new classes.
+# Words that only make sense inside the fork: a header or added code line that still has one fails the export.
 FORK_WORDS = re.compile(r"\bissue \d+\b|\bours\b|\bour\b|\bfork\b|fork's|pulsarfork|schedule explorer|\bseed \d+"
                         r"|docs/|\bbench\b", re.I)
 
@@ -239,6 +241,8 @@ CODE_REWORDS = [
 
 
 def upstream_code(text, what, diff=True):
+    """Code for upstream: the fork's issue numbers ("(issue 11)") are dropped from every line of a patch
+    (context lines too, so that the series still applies) and from the new classes."""
     for fork_words, upstream_words in CODE_REWORDS:
         text = text.replace(fork_words, upstream_words)
     text = re.sub(r" \(issue \d+(, (finding|test) \d+)?\)", "", text, flags=re.I)
@@ -246,7 +250,8 @@ def upstream_code(text, what, diff=True):
     left = [line for line in text.splitlines()
             if not (diff and line.startswith(("-", " "))) and FORK_WORDS.search(line)]
     if left:
-        fail("%s speaks of the fork where it goes upstream (reword it in the source):\n    %s" % (what, "\n    ".join(left)))
+        fail("%s speaks of the fork where it goes upstream (reword it in the source):\n    %s" % (
+            what, "\n    ".join(left)))
     return text
 
 
@@ -662,8 +667,10 @@ def record_verification(out_dir, check):
         body = f.read()
     head, _, rest = body.partition(VERIFICATION_START)
     _, _, tail = rest.partition(VERIFICATION_END)
-    block = ("%s\nChecked by `bin/export-upstream-pr` on the %s sources (%s):\n\n```\n%s\n```\n%s" % (
-        VERIFICATION_START, LINE, "passed" if not check.failures else "FAILED", report, VERIFICATION_END))
+    block = ("%s\nChecked by `bin/export-upstream-pr` on the %s sources (%s; test base: managed-ledger's "
+             "`MockedBookKeeperTestCase` from the 4.2.4 test-jar, as 5.0.0-M1 publishes none; plain TestNG):"
+             "\n\n```\n%s\n```\n%s" % (VERIFICATION_START, LINE, "passed" if not check.failures else "FAILED",
+                                       report, VERIFICATION_END))
     with open(path, "w") as f:
         f.write(head + block + tail)
 
