@@ -147,7 +147,7 @@ def render():
             intent = first["fields"].get("Upstream intent", "**missing**")
             files = ", ".join(sorted({short(f) for line in per_line for f in per_line[line][1]["files"]}))
             m1 = per_line.get("5.0.0-M1")
-            pr = exported.get((module, m1[0]), "fork only") if m1 else "backport lines only (5.0.0-M1 has its own patch)"
+            pr = exported.get((module, m1[0]), "fork only") if m1 else "backport lines only (no 5.0.0-M1 patch of this name: see its issue)"
             row = [key.replace("|", "\\|")] + cells + [issue.replace("|", "\\|"), intent.replace("|", "\\|"),
                                                        "`%s`" % pr if pr in exported.values() else pr, files, change]
             out.append("| " + " | ".join(row) + " |")

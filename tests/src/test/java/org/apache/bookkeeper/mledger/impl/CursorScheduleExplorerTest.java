@@ -181,7 +181,9 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
         }
         String replay = System.getProperty("explorer.replay");
         long first = replay != null ? Long.parseLong(replay) : Long.getLong("explorer.seed", 1L);
-        int schedules = replay != null ? 1 : Integer.getInteger("explorer.schedules", 10_000);
+        // A timing-dependent violation shows only in some runs of its seed: -Dexplorer.repeat=N replays it N times.
+        int repeat = Integer.getInteger("explorer.repeat", 1);
+        int schedules = replay != null ? repeat : Integer.getInteger("explorer.schedules", 10_000);
         long maxNanos = TimeUnit.SECONDS.toNanos(Long.getLong("explorer.maxSeconds", 240L));
         long hangMillis = Long.getLong("explorer.hangMillis", 1_000L);
         int printedFailures = Integer.getInteger("explorer.printFailures", 5);
@@ -207,7 +209,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 System.out.printf("explorer: time budget reached after %d of %d schedules%n", ran, schedules);
                 break;
             }
-            long seed = first + i;
+            long seed = replay != null ? first : first + i;
             ExplorerStep.Plan plan = ExplorerStep.plan(seed, MIN_STEPS, MAX_STEPS, ENTRIES);
             // Past the first ten schedules with a callback that never fired, a shorter grace period: the schedule
             // is quiescent by then, and upstream's jar has hundreds of them in 10,000 schedules.
@@ -216,8 +218,8 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                     grace);
             ran++;
             lastProgressNanos = System.nanoTime();
-            if (replay != null) {
-                System.out.println("explorer replay of " + run.trace());
+            if (replay != null && (repeat == 1 || !run.violations().isEmpty())) {
+                System.out.println("explorer replay " + ran + " of " + run.trace());
                 if (Boolean.getBoolean("explorer.shrink") && !run.violations().isEmpty()) {
                     shrink(plan, run.violations().get(0).kind, recovery, harness, ours, hangMillis);
                 }
