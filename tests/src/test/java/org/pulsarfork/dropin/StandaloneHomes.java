@@ -1,0 +1,69 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.pulsarfork.dropin;
+
+import static org.pulsarfork.dropin.Commands.REPO;
+import static org.pulsarfork.dropin.Commands.hardLinkedCopy;
+import static org.pulsarfork.dropin.Commands.run;
+import static org.pulsarfork.dropin.Commands.stageOurJars;
+import static org.pulsarfork.dropin.Commands.unpackServerDistribution;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.testng.SkipException;
+
+/**
+ * Broker homes for the real-process tests: upstream's unpacked 4.0.8 server distribution, copied (hard links) once
+ * per jar set, with our jars installed and verified by {@code bin/drop-in} in the "ours" copy.
+ */
+final class StandaloneHomes {
+    private final Path work;
+    private final Path pristine;
+    private final Path dist;
+
+    private StandaloneHomes(Path work, Path pristine, Path dist) {
+        this.work = work;
+        this.pristine = pristine;
+        this.dist = dist;
+    }
+
+    /** Skips the calling test class where {@code switchProperty} is false or the line has no distribution. */
+    static StandaloneHomes unpack(String directory, String switchProperty, boolean byDefault) throws Exception {
+        if (!Boolean.parseBoolean(System.getProperty(switchProperty, String.valueOf(byDefault)))) {
+            throw new SkipException("left out: -D" + switchProperty + "=false");
+        }
+        Path work = REPO.resolve("tests/target").resolve(directory);
+        run(REPO, "rm", "-rf", work.toString());
+        Files.createDirectories(work);
+        Path pristine = unpackServerDistribution(work);
+        if (pristine == null) {
+            throw new SkipException("only 4.0.8 publishes a server distribution (docs/bench.md)");
+        }
+        return new StandaloneHomes(work, pristine, stageOurJars(work));
+    }
+
+    /** A fresh home for {@code jars} ("upstream" or "ours"). */
+    Path home(String jars) throws Exception {
+        Path home = hardLinkedCopy(pristine, work.resolve(jars));
+        if ("ours".equals(jars)) {
+            run(REPO, "bin/drop-in", "install", home.toString(), "--dist", dist.toString());
+            run(REPO, "bin/drop-in", "verify", home.toString(), "--dist", dist.toString());
+        }
+        return home;
+    }
+}
