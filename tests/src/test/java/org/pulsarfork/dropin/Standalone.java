@@ -30,8 +30,14 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
 
 /**
  * One {@code bin/pulsar standalone} of upstream's 4.0.8 server distribution on loopback ports of its own, its data
@@ -40,6 +46,7 @@ import org.apache.pulsar.client.api.PulsarClient;
 final class Standalone {
     private static final Duration START = Duration.ofSeconds(180);
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+    static final String SENTINEL = "sentinel";
     private final Path home;
     private final int brokerPort;
     private final int webPort;
@@ -99,7 +106,7 @@ final class Standalone {
         process = builder.start();
         await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions().until(() -> {
             assertTrue(process.isAlive(), "standalone exited; see " + log);
-            return HttpClient.newHttpClient().send(request("/admin/v2/namespaces/public/default").GET().build(),
+            return HTTP.send(request("/admin/v2/namespaces/public/default").GET().build(),
                     HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
         });
     }
@@ -120,6 +127,31 @@ final class Standalone {
     HttpRequest.Builder request(String path) {
         return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + webPort + path))
                 .timeout(Duration.ofSeconds(30));
+    }
+
+    /** Publishes {@link #SENTINEL} to {@code topic}, for {@link #receiveUntilSentinel} after a restart. */
+    static void publishSentinel(PulsarClient client, String topic) throws Exception {
+        try (Producer<String> producer = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                .create()) {
+            producer.send(SENTINEL);
+        }
+    }
+
+    /**
+     * What the consumer gets before the sentinel published after the restart: everything redelivered, since the
+     * sentinel comes after it. Waiting for the sentinel, not for a quiet period, shows that delivery works (an
+     * empty result is not a broker that delivers nothing).
+     */
+    static List<String> receiveUntilSentinel(Consumer<String> consumer) throws Exception {
+        List<String> before = new ArrayList<>();
+        while (true) {
+            Message<String> m = consumer.receive(60, TimeUnit.SECONDS);
+            assertTrue(m != null, "the sentinel published after the restart was not delivered within 60 s");
+            if (SENTINEL.equals(m.getValue())) {
+                return before;
+            }
+            before.add(m.getValue());
+        }
     }
 
     String get(String path) throws Exception {

@@ -163,6 +163,7 @@ public class StandaloneKill9Test {
             broker.start();
             try (PulsarClient client = broker.client()) {
                 r.view = compactedViewOnceReadable(client, topic);
+                Standalone.publishSentinel(client, acks.topic);
                 r.redeliveredIndividual = acks.redelivered(client, ThrottledAcks.SHARED);
                 r.redeliveredCumulative = acks.redelivered(client, ThrottledAcks.CUMULATIVE);
                 // A result counts only from a broker that stores and reads: a new topic's message, read back.
@@ -236,11 +237,7 @@ public class StandaloneKill9Test {
             Set<String> again = new TreeSet<>();
             // "first" was acked too, and is counted if it comes back.
             try (Consumer<String> consumer = subscribe(client, subscription, type)) {
-                Message<String> m;
-                // Not acked: a synchronous ack with a receipt waits for the client's ack grouping (100 ms) each.
-                while ((m = consumer.receive(5, TimeUnit.SECONDS)) != null) {
-                    again.add(m.getValue());
-                }
+                again.addAll(Standalone.receiveUntilSentinel(consumer));
             }
             return again.size();
         }

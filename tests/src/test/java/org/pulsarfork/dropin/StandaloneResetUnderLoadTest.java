@@ -121,6 +121,9 @@ public class StandaloneResetUnderLoadTest {
         private volatile boolean stop;
         private int resetTo;
         private int ackedAtReset;
+        private int highestAcked = -1;
+        private int highestAckedBeforeReset = -1;
+        private int checked;
         private int publishedAtReset;
         private long killDelayMillis;
         private int redelivered;
@@ -144,12 +147,14 @@ public class StandaloneResetUnderLoadTest {
             await().atMost(WAIT).until(() -> acked.get() >= resetAfter);
             // From here an ack is excused: it may land after the reset. Those issued before are applied before it
             // (on 4.x a receipt answers once the ack is applied).
-            resetSent = true;
+            CompletableFuture<?>[] before;
             synchronized (receiptsBeforeReset) {
-                CompletableFuture.allOf(receiptsBeforeReset.toArray(new CompletableFuture<?>[0]))
-                        .get(30, TimeUnit.SECONDS);
+                resetSent = true;
+                before = receiptsBeforeReset.toArray(new CompletableFuture<?>[0]);
+                ackedAtReset = acked.get();
+                highestAckedBeforeReset = highestAcked;
             }
-            ackedAtReset = acked.get();
+            CompletableFuture.allOf(before).get(30, TimeUnit.SECONDS);
             resetTo = random.nextInt(resetAfter / 2);
             CompletableFuture<MessageId> targetSent;
             synchronized (ids) {
@@ -163,14 +168,18 @@ public class StandaloneResetUnderLoadTest {
             assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
             killDelayMillis = random.nextInt(2_000);
             long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
-            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-                    .until(() -> System.nanoTime() >= killAt);
-            broker.kill9();
-            stop = true;
-            acker.join(TimeUnit.SECONDS.toMillis(60));
-            publisher.join(TimeUnit.SECONDS.toMillis(60));
-            consumer.closeAsync();
-            producer.closeAsync();
+            try {
+                await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+                        .until(() -> System.nanoTime() >= killAt);
+                broker.kill9();
+            } finally {
+                stop = true;
+                acker.join(TimeUnit.SECONDS.toMillis(60));
+                publisher.join(TimeUnit.SECONDS.toMillis(60));
+                consumer.closeAsync();
+                producer.closeAsync();
+            }
+            assertTrue(!acker.isAlive() && !publisher.isAlive(), "the acker or the publisher did not stop");
         }
 
         private void publish(Producer<String> producer) {
@@ -204,6 +213,10 @@ public class StandaloneResetUnderLoadTest {
             return confirmed;
         }
 
+        /**
+         * Acks every message as it comes. Once the reset is sent, only messages past the highest acked before it:
+         * what the reset redelivers stays unacked, and must come back after the restart.
+         */
         private void ackAtFullSpeed(Consumer<String> consumer) {
             try {
                 while (!stop) {
@@ -212,14 +225,16 @@ public class StandaloneResetUnderLoadTest {
                         continue;
                     }
                     int index = Integer.parseInt(m.getValue().substring(2));
-                    boolean after = resetSent;
-                    if (after) {
-                        ackedAfterReset.add(index);
-                    }
-                    CompletableFuture<Void> receipt = consumer.acknowledgeAsync(m);
-                    if (!after) {
-                        synchronized (receiptsBeforeReset) {
-                            receiptsBeforeReset.add(receipt);
+                    // One decision per ack, ordered with the test thread's: before the reset (awaited) or after.
+                    synchronized (receiptsBeforeReset) {
+                        if (!resetSent) {
+                            receiptsBeforeReset.add(consumer.acknowledgeAsync(m));
+                            highestAcked = Math.max(highestAcked, index);
+                        } else if (index > highestAckedBeforeReset) {
+                            ackedAfterReset.add(index);
+                            consumer.acknowledgeAsync(m);
+                        } else {
+                            continue;
                         }
                     }
                     acked.incrementAndGet();
@@ -232,17 +247,20 @@ public class StandaloneResetUnderLoadTest {
         /** The messages at or after the reset position, not acked after the reset, that do not come back. */
         int lost(PulsarClient client) throws Exception {
             Set<Integer> again = new TreeSet<>();
+            Standalone.publishSentinel(client, topic);
             try (Consumer<String> consumer = subscribe(client)) {
-                Message<String> m;
-                while ((m = consumer.receive(5, TimeUnit.SECONDS)) != null) {
-                    again.add(Integer.parseInt(m.getValue().substring(2)));
+                for (String value : Standalone.receiveUntilSentinel(consumer)) {
+                    again.add(Integer.parseInt(value.substring(2)));
                 }
             }
             redelivered = again.size();
             Set<Integer> missing = new TreeSet<>();
             for (int i : published()) {
-                if (i >= resetTo && !ackedAfterReset.contains(i) && !again.contains(i)) {
-                    missing.add(i);
+                if (i >= resetTo && !ackedAfterReset.contains(i)) {
+                    checked++;
+                    if (!again.contains(i)) {
+                        missing.add(i);
+                    }
                 }
             }
             lost = missing.size();
@@ -260,8 +278,9 @@ public class StandaloneResetUnderLoadTest {
         public String toString() {
             return String.format("%d published and %d acked when the reset to m-%d was sent, kill -9 %d ms after it"
                             + " answered (%d published by then, %d acks after the reset sent), %d redelivered after the"
-                            + " restart, %d lost", publishedAtReset, ackedAtReset, resetTo, killDelayMillis,
-                    published().size(), ackedAfterReset.size(), redelivered, lost);
+                            + " restart; %d checked (at or after the reset, not acked after it), %d lost",
+                    publishedAtReset, ackedAtReset, resetTo, killDelayMillis, published().size(),
+                    ackedAfterReset.size(), redelivered, checked, lost);
         }
     }
 }
