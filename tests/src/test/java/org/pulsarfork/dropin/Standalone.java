@@ -119,8 +119,22 @@ final class Standalone {
         }
     }
 
+    Path home() {
+        return home;
+    }
+
+    String serviceUrl() {
+        return "pulsar://127.0.0.1:" + brokerPort;
+    }
+
+    /** Appends broker settings to {@code conf/standalone.conf} (a later key wins); takes effect at the next start. */
+    void configure(String settings) throws Exception {
+        Path conf = home.resolve("conf/standalone.conf");
+        rewrite(conf, Files.readString(conf) + "\n" + settings + "\n");
+    }
+
     PulsarClient client() throws Exception {
-        return PulsarClient.builder().serviceUrl("pulsar://127.0.0.1:" + brokerPort)
+        return PulsarClient.builder().serviceUrl(serviceUrl())
                 .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 

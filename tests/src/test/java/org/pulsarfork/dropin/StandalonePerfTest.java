@@ -1,0 +1,249 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.pulsarfork.dropin;
+
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+
+/**
+ * Issue 12, pulsar-perf side by side: upstream's 4.0.8 {@code bin/pulsar-perf} produces and consumes against a real
+ * {@code bin/pulsar standalone} with upstream's jars and with ours (installed by {@code bin/drop-in}, so the
+ * pulsar-perf client runs the jars of its home too), in one run with the same settings. Each round measures both jar
+ * sets, in alternating order so that drift of the machine is not read as a difference between them; each jar set
+ * runs a Shared subscription (individual acks, holes while consumers race) and an Exclusive one (acks in order, so
+ * the mark-delete position moves with every ack, as cumulative acks move it: pulsar-perf 4.0.8 has no
+ * cumulative-ack option). Printed per round: publish and consume rates, the publish latency percentiles (publish
+ * to the broker's persisted answer) and the end-to-end ones (publish to receive), the ack rate, and cursor-ledger
+ * writes per 1,000 acked messages (from the topic's internal stats). A measurement, not a gate: the only
+ * assertions are that every run delivered what it published and that the tools ran. A long run only
+ * ({@code -Dstandalone.perf=true}, README; results in docs/bench.md).
+ */
+@Test(groups = FORK_ONLY)
+public class StandalonePerfTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Pattern THROUGHPUT = Pattern.compile(
+            "Aggregated throughput stats --- (\\d+) records (?:sent|received) --- ([\\d.,]+) msg/s"
+                    + "(?:.*?AckRate: ([\\d.,]+)\\s+msg/s)?");
+    private static final Pattern LATENCY = Pattern.compile(
+            "Aggregated latency stats --- Latency: mean: +([\\d.,]+) ms - med: +([\\d.,]+) - 95pct: +([\\d.,]+)"
+                    + " - 99pct: +([\\d.,]+)");
+    private StandaloneHomes homes;
+
+    @BeforeClass(groups = FORK_ONLY)
+    public void unpack() throws Exception {
+        homes = StandaloneHomes.unpack("standalone-perf", "standalone.perf", false);
+    }
+
+    public void pulsarPerfSideBySide() throws Exception {
+        int rounds = Integer.getInteger("standalone.perf.rounds", 3);
+        int seconds = Integer.getInteger("standalone.perf.seconds", 45);
+        String rate = System.getProperty("standalone.perf.markDeleteRate", "0.1");
+        Map<String, Standalone> brokers = new LinkedHashMap<>();
+        for (String jars : new String[] {"upstream", "ours"}) {
+            Standalone broker = new Standalone(homes.home(jars));
+            // standalone.conf limits mark-deletes to 0.1/s: what an operator of this distribution runs by default.
+            broker.configure("managedLedgerDefaultMarkDeleteRateLimit=" + rate);
+            brokers.put(jars, broker);
+        }
+        List<Result> results = new ArrayList<>();
+        for (int round = 0; round < rounds; round++) {
+            String[] order = round % 2 == 0 ? new String[] {"upstream", "ours"} : new String[] {"ours", "upstream"};
+            for (String jars : order) {
+                Standalone broker = brokers.get(jars);
+                broker.start();
+                try {
+                    for (String type : new String[] {"Shared", "Exclusive"}) {
+                        Result r = measure(broker, jars, round, type, seconds);
+                        System.out.println("[pulsar-perf 4.0.8, mark-delete limit " + rate + "/s] " + r);
+                        results.add(r);
+                    }
+                } finally {
+                    broker.kill9();
+                }
+            }
+        }
+        System.out.print(summary(results, rate, seconds));
+    }
+
+    private static Result measure(Standalone broker, String jars, int round, String type, int seconds)
+            throws Exception {
+        String topic = "persistent://public/default/perf-" + jars + "-" + round + "-" + type.toLowerCase();
+        String sub = "perf";
+        String path = "/admin/v2/" + topic.replace("persistent://", "persistent/");
+        // The subscription exists before the first message: the consumer gets everything published.
+        int created = broker.send("PUT", path + "/subscription/" + sub, null).statusCode();
+        assertTrue(created == 204 || created == 200, "creating the subscription answered " + created);
+        Path logs = broker.home().resolve("perf-logs");
+        Files.createDirectories(logs);
+        Path consumeLog = logs.resolve(jars + "-" + round + "-" + type + "-consume.log");
+        Path produceLog = logs.resolve(jars + "-" + round + "-" + type + "-produce.log");
+        // The consumer runs a few seconds longer, to drain what the producer published last.
+        Process consume = perf(broker, consumeLog, "consume", "-u", broker.serviceUrl(), "-st", type, "-ss", sub,
+                "-time", String.valueOf(seconds + 10), "-i", "10", topic);
+        Process produce = perf(broker, produceLog, "produce", "-u", broker.serviceUrl(), "-r", "0", "-s", "1024",
+                "-time", String.valueOf(seconds), "-i", "10", topic);
+        assertTrue(produce.waitFor(seconds + 120, TimeUnit.SECONDS), "pulsar-perf produce did not end");
+        assertTrue(consume.waitFor(seconds + 130, TimeUnit.SECONDS), "pulsar-perf consume did not end");
+        String produced = Files.readString(produceLog);
+        String consumed = Files.readString(consumeLog);
+        Matcher pt = find(THROUGHPUT, produced, produceLog);
+        Matcher pl = find(LATENCY, produced, produceLog);
+        Matcher ct = find(THROUGHPUT, consumed, consumeLog);
+        Matcher cl = find(LATENCY, consumed, consumeLog);
+        JsonNode cursor = JSON.readTree(broker.get(path + "/internalStats")).path("cursors").path(sub);
+        Result r = new Result(jars, round, type);
+        r.sent = Long.parseLong(pt.group(1));
+        r.sendRate = number(pt.group(2));
+        r.publishP50 = number(pl.group(2));
+        r.publishP99 = number(pl.group(4));
+        r.received = Long.parseLong(ct.group(1));
+        r.receiveRate = number(ct.group(2));
+        r.ackRate = ct.group(3) != null ? number(ct.group(3)) : Double.NaN;
+        r.endToEndP99 = number(cl.group(4));
+        r.cursorLedger = cursor.path("cursorLedger").asLong(-1);
+        // Entries 0..last of the cursor ledger in use; a ledger switched during the run counts from its start.
+        r.cursorLedgerWrites = cursor.path("cursorLedgerLastEntry").asLong(-1) + 1;
+        r.markDelete = cursor.path("markDeletePosition").asText();
+        assertEquals(r.received, r.sent, jars + " " + type + ": consumed what was published (" + consumeLog + ")");
+        return r;
+    }
+
+    private static Process perf(Standalone broker, Path log, String... args) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add("bin/pulsar-perf");
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).directory(broker.home().toFile())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().put("PULSAR_MEM", "-Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m");
+        builder.environment().put("PULSAR_GC_LOG", " ");
+        return builder.start();
+    }
+
+    private static Matcher find(Pattern pattern, String text, Path log) {
+        Matcher m = pattern.matcher(text);
+        assertTrue(m.find(), "no '" + pattern.pattern() + "' in " + log);
+        return m;
+    }
+
+    private static double number(String s) {
+        return Double.parseDouble(s.replace(",", ""));
+    }
+
+    private static String summary(List<Result> results, String rate, int seconds) {
+        StringBuilder out = new StringBuilder(String.format("[pulsar-perf 4.0.8] summary, %d s per run, mark-delete "
+                + "limit %s/s, ratios ours / upstream of the per-round means (min..max over rounds):%n", seconds, rate));
+        for (String type : new String[] {"Shared", "Exclusive"}) {
+            Stats up = Stats.of(results, "upstream", type);
+            Stats ours = Stats.of(results, "ours", type);
+            out.append(String.format("  %-9s upstream: %s%n  %-9s ours:     %s%n  %-9s consume-rate ratio %.3f, publish-rate"
+                    + " ratio %.3f, publish p99 %.1f / %.1f ms, end-to-end p99 %.1f / %.1f ms, cursor-ledger writes per"
+                    + " 1,000 acks %.3f / %.3f%n", type, up, type, ours, type, ours.receiveRate / up.receiveRate,
+                    ours.sendRate / up.sendRate, up.publishP99, ours.publishP99, up.endToEndP99, ours.endToEndP99,
+                    up.writesPerThousand, ours.writesPerThousand));
+        }
+        return out.toString();
+    }
+
+    private static final class Result {
+        final String jars;
+        final int round;
+        final String type;
+        long sent;
+        double sendRate;
+        double publishP50;
+        double publishP99;
+        long received;
+        double receiveRate;
+        double ackRate;
+        double endToEndP99;
+        long cursorLedger;
+        long cursorLedgerWrites;
+        String markDelete;
+
+        Result(String jars, int round, String type) {
+            this.jars = jars;
+            this.round = round;
+            this.type = type;
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%s jars, round %d, %s: sent %d at %.0f msg/s (publish p50 %.2f ms, p99 %.2f ms);"
+                    + " received %d at %.0f msg/s, ack rate %.0f msg/s, end-to-end p99 %.0f ms; cursor ledger %d with"
+                    + " %d writes (%.3f per 1,000 acks), mark-delete %s", jars, round, type, sent, sendRate,
+                    publishP50, publishP99, received, receiveRate, ackRate, endToEndP99, cursorLedger,
+                    cursorLedgerWrites, 1000.0 * cursorLedgerWrites / Math.max(1, received), markDelete);
+        }
+    }
+
+    private static final class Stats {
+        double sendRate;
+        double receiveRate;
+        double publishP99;
+        double endToEndP99;
+        double writesPerThousand;
+        double minReceiveRate = Double.MAX_VALUE;
+        double maxReceiveRate;
+        int n;
+
+        static Stats of(List<Result> results, String jars, String type) {
+            Stats s = new Stats();
+            for (Result r : results) {
+                if (r.jars.equals(jars) && r.type.equals(type)) {
+                    s.n++;
+                    s.sendRate += r.sendRate;
+                    s.receiveRate += r.receiveRate;
+                    s.publishP99 += r.publishP99;
+                    s.endToEndP99 += r.endToEndP99;
+                    s.writesPerThousand += 1000.0 * r.cursorLedgerWrites / Math.max(1, r.received);
+                    s.minReceiveRate = Math.min(s.minReceiveRate, r.receiveRate);
+                    s.maxReceiveRate = Math.max(s.maxReceiveRate, r.receiveRate);
+                }
+            }
+            int n = Math.max(1, s.n);
+            s.sendRate /= n;
+            s.receiveRate /= n;
+            s.publishP99 /= n;
+            s.endToEndP99 /= n;
+            s.writesPerThousand /= n;
+            return s;
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%d rounds, publish %.0f msg/s, consume %.0f msg/s (%.0f..%.0f), publish p99 %.1f ms,"
+                    + " end-to-end p99 %.1f ms, %.3f cursor-ledger writes per 1,000 acks", n, sendRate, receiveRate,
+                    minReceiveRate, maxReceiveRate, publishP99, endToEndP99, writesPerThousand);
+        }
+    }
+}
