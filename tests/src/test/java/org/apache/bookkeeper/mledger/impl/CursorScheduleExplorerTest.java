@@ -51,7 +51,8 @@ import org.testng.annotations.Test;
  * explorer drives every hold itself and waits for quiescence after each step. Then it releases everything,
  * recovers the cursor on a second factory as a crash would, and checks the contract (see {@link ExplorerRun}).
  *
- * <p>System properties: {@code explorer.schedules} (default 10000), {@code explorer.seed} (first seed, default
+ * <p>System properties: {@code explorer.schedules} (default 10000 on our jar; on upstream's
+ * {@code explorer.upstreamSchedules}, default 2000), {@code explorer.seed} (first seed, default
  * 1), {@code explorer.replay=SEED} (run that seed alone and print its step-by-step trace),
  * {@code explorer.maxSeconds} (stop early past this budget, default 240), {@code explorer.hangMillis} (how
  * long a callback may stay unfired once every hold is released, default 1000), {@code explorer.printFailures}
@@ -183,11 +184,15 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
         long first = replay != null ? Long.parseLong(replay) : Long.getLong("explorer.seed", 1L);
         // A timing-dependent violation shows only in some runs of its seed: -Dexplorer.repeat=N replays it N times.
         int repeat = Integer.getInteger("explorer.repeat", 1);
-        int schedules = replay != null ? repeat : Integer.getInteger("explorer.schedules", 10_000);
+        boolean ours = !BenchGroups.onUpstream();
+        // Upstream's jar violates the contract in nearly half of its schedules: CI's time goes to our jar's 10,000,
+        // and 2,000 on upstream's report what it breaks (explorer.upstreamSchedules runs more, explorer.schedules
+        // sets both).
+        int schedules = replay != null ? repeat : Integer.getInteger("explorer.schedules",
+                ours ? 10_000 : Integer.getInteger("explorer.upstreamSchedules", 2_000));
         long maxNanos = TimeUnit.SECONDS.toNanos(Long.getLong("explorer.maxSeconds", 240L));
         long hangMillis = Long.getLong("explorer.hangMillis", 1_000L);
         int printedFailures = Integer.getInteger("explorer.printFailures", 5);
-        boolean ours = !BenchGroups.onUpstream();
         String jar = (ours ? "ours" : "upstream") + " " + System.getProperty("pulsar.line", "?");
 
         ManagedLedgerFactoryImpl recovery = new ManagedLedgerFactoryImpl(metadataStore, bkc);
