@@ -160,16 +160,17 @@ public class StandalonePerfTest {
     }
 
     private static String summary(List<Result> results, String rate, int seconds) {
-        StringBuilder out = new StringBuilder(String.format("[pulsar-perf 4.0.8] summary, %d s per run, mark-delete "
-                + "limit %s/s, ratios ours / upstream of the per-round means (min..max over rounds):%n", seconds, rate));
+        StringBuilder out = new StringBuilder(String.format("[pulsar-perf 4.0.8] summary, %d s per run, mark-delete"
+                + " limit %s/s, ratios ours / upstream of the per-round means (min..max over rounds):%n", seconds,
+                rate));
         for (String type : new String[] {"Shared", "Exclusive"}) {
             Stats up = Stats.of(results, "upstream", type);
             Stats ours = Stats.of(results, "ours", type);
-            out.append(String.format("  %-9s upstream: %s%n  %-9s ours:     %s%n  %-9s consume-rate ratio %.3f, publish-rate"
-                    + " ratio %.3f, publish p99 %.1f / %.1f ms, end-to-end p99 %.1f / %.1f ms, cursor-ledger writes per"
-                    + " 1,000 acks %.3f / %.3f%n", type, up, type, ours, type, ours.receiveRate / up.receiveRate,
-                    ours.sendRate / up.sendRate, up.publishP99, ours.publishP99, up.endToEndP99, ours.endToEndP99,
-                    up.writesPerThousand, ours.writesPerThousand));
+            out.append(String.format("  %-9s upstream: %s%n  %-9s ours:     %s%n  %-9s consume-rate ratio %.3f,"
+                    + " publish-rate ratio %.3f, publish p99 %.1f / %.1f ms, end-to-end p99 %.1f / %.1f ms,"
+                    + " cursor-ledger writes per 1,000 acks %.3f / %.3f%n", type, up, type, ours, type,
+                    ours.receiveRate / up.receiveRate, ours.sendRate / up.sendRate, up.publishP99, ours.publishP99,
+                    up.endToEndP99, ours.endToEndP99, up.writesPerThousand, ours.writesPerThousand));
         }
         return out.toString();
     }
