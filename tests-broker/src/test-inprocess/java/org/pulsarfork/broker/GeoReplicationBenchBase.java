@@ -26,6 +26,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +152,16 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
     protected int remoteFencedProducers(String topic) throws Exception {
         return ((PersistentTopic) pulsar2.getBrokerService().getTopic(topic, false).get(10, TimeUnit.SECONDS)
                 .get()).getMessageDeduplication().getReplicatorFences().size();
+    }
+
+    /**
+     * Waits while {@code rule} holds for 15 s, and fails at the first check where it does not: a message the source
+     * deleted without the remote having it does not come back, so upstream's breach is reported when it happens,
+     * not after the window's bound.
+     */
+    protected static void holdsThroughout(String breach, Callable<Boolean> rule) {
+        await().failFast(breach, () -> !rule.call()).during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20))
+                .until(rule);
     }
 
     protected long replicationBacklog(String topic) throws Exception {

@@ -100,7 +100,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
             admin2.topicPolicies().removeMaxMessageSize(topic);
             // Upstream deletes E3 on the source within a few seconds of the duplicate receipt; the rule
             // must hold throughout.
-            await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+            holdsThroughout("E3 left the source backlog without reaching the remote", () -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") || replicationBacklog(topic) > 0;
             });
@@ -135,7 +135,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                 await().atMost(WAIT).until(() -> rejectionMarkers(topic).containsKey(e3Key()));
             }
             moveToABrokerWithoutTheClientRecord(topic, () -> liftTheLimit(topic));
-            await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+            holdsThroughout("E3 left the source backlog without reaching the remote after the topic moved", () -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") || replicationBacklog(topic) > 0;
             });
@@ -315,7 +315,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
         try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
             assertTrue(remoteReplicatorProducersUseV1(topic), "the remote must deduplicate this producer by V1");
             admin2.topicPolicies().removeMaxMessageSize(topic);
-            await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+            holdsThroughout("E3 left the source backlog without reaching a V1 remote", () -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E3") || replicationBacklog(topic) > 0;
             });
@@ -344,7 +344,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                 return scenario.onRemote.contains("after");
             });
             // The rule: while the remote cannot assemble the message, its chunks stay on the source.
-            await().during(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
+            holdsThroughout("the chunked message left the source without being readable on the remote", () -> {
                 scenario.receive();
                 return scenario.onRemote.contains("chunked") || replicationBacklog(scenario.topic) > 0;
             });
