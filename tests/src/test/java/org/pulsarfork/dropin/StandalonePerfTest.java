@@ -18,6 +18,7 @@
  */
 package org.pulsarfork.dropin;
 
+import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
@@ -25,6 +26,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -40,23 +42,24 @@ import org.testng.annotations.Test;
  * {@code bin/pulsar standalone} with upstream's jars and with ours (installed by {@code bin/drop-in}, so the
  * pulsar-perf client runs the jars of its home too), in one run with the same settings. Each round measures both jar
  * sets, in alternating order so that drift of the machine is not read as a difference between them; each jar set
- * runs a Shared subscription (individual acks, holes while consumers race) and an Exclusive one (acks in order, so
+ * runs a Shared subscription (two consumers racing: individual acks with holes) and an Exclusive one (acks in order, so
  * the mark-delete position moves with every ack, as cumulative acks move it: pulsar-perf 4.0.8 has no
  * cumulative-ack option). Printed per round: publish and consume rates, the publish latency percentiles (publish
  * to the broker's persisted answer) and the end-to-end ones (publish to receive), the ack rate, and cursor-ledger
  * writes per 1,000 acked messages (from the topic's internal stats). A measurement, not a gate: the only
  * assertions are that every run delivered what it published and that the tools ran. A long run only
- * ({@code -Dstandalone.perf=true}, README; results in docs/bench.md).
+ * ({@code -Dstandalone.perf=true}, README; results in docs/drop-in.md).
  */
 @Test(groups = FORK_ONLY)
 public class StandalonePerfTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String PUBLISH_RATE = System.getProperty("standalone.perf.publishRate", "1000000");
     private static final Pattern THROUGHPUT = Pattern.compile(
-            "Aggregated throughput stats --- (\\d+) records (?:sent|received) --- ([\\d.,]+) msg/s"
-                    + "(?:.*?AckRate: ([\\d.,]+)\\s+msg/s)?");
+            "Aggregated throughput stats --- (\\d+) records (?:sent|received) --- ([\\d.]+) msg/s"
+                    + "(?:.*?AckRate: ([\\d.]+)\\s+msg/s)?");
     private static final Pattern LATENCY = Pattern.compile(
-            "Aggregated latency stats --- Latency: mean: +([\\d.,]+) ms - med: +([\\d.,]+) - 95pct: +([\\d.,]+)"
-                    + " - 99pct: +([\\d.,]+)");
+            "Aggregated latency stats --- Latency: mean: +([\\d.]+) ms - med: +([\\d.]+) - 95pct: +([\\d.]+)"
+                    + " - 99pct: +([\\d.]+)");
     private StandaloneHomes homes;
 
     @BeforeClass(groups = FORK_ONLY)
@@ -107,13 +110,20 @@ public class StandalonePerfTest {
         Files.createDirectories(logs);
         Path consumeLog = logs.resolve(jars + "-" + round + "-" + type + "-consume.log");
         Path produceLog = logs.resolve(jars + "-" + round + "-" + type + "-produce.log");
-        // The consumer runs a few seconds longer, to drain what the producer published last.
+        // Shared: two consumers racing, so that acks arrive with holes; Exclusive: one, acking in order.
         Process consume = perf(broker, consumeLog, "consume", "-u", broker.serviceUrl(), "-st", type, "-ss", sub,
-                "-time", String.valueOf(seconds + 10), "-i", "10", topic);
-        Process produce = perf(broker, produceLog, "produce", "-u", broker.serviceUrl(), "-r", "0", "-s", "1024",
-                "-time", String.valueOf(seconds), "-i", "10", topic);
+                "-n", "Shared".equals(type) ? "2" : "1", "-i", "10", topic);
+        // pulsar-perf 4.0.8 has no unthrottled mode (a rate of 0 makes its producer thread fail): a rate far above
+        // what two cores publish.
+        Process produce = perf(broker, produceLog, "produce", "-u", broker.serviceUrl(), "-r", PUBLISH_RATE,
+                "-s", "1024", "-time", String.valueOf(seconds), "-i", "10", topic);
         assertTrue(produce.waitFor(seconds + 120, TimeUnit.SECONDS), "pulsar-perf produce did not end");
-        assertTrue(consume.waitFor(seconds + 130, TimeUnit.SECONDS), "pulsar-perf consume did not end");
+        // The consumer stops once it has everything: its shutdown hook prints its totals.
+        await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200)).until(() ->
+                JSON.readTree(broker.get(path + "/stats")).path("subscriptions").path(sub).path("msgBacklog")
+                        .asLong(-1) == 0);
+        consume.destroy();
+        assertTrue(consume.waitFor(60, TimeUnit.SECONDS), "pulsar-perf consume did not end");
         String produced = Files.readString(produceLog);
         String consumed = Files.readString(consumeLog);
         Matcher pt = find(THROUGHPUT, produced, produceLog);
@@ -121,8 +131,10 @@ public class StandalonePerfTest {
         Matcher ct = find(THROUGHPUT, consumed, consumeLog);
         Matcher cl = find(LATENCY, consumed, consumeLog);
         JsonNode cursor = JSON.readTree(broker.get(path + "/internalStats")).path("cursors").path(sub);
+        assertTrue(!produced.contains("Got error"), "pulsar-perf produce failed: " + produceLog);
         Result r = new Result(jars, round, type);
         r.sent = Long.parseLong(pt.group(1));
+        assertTrue(r.sent > 0, "pulsar-perf produce sent nothing: " + produceLog);
         r.sendRate = number(pt.group(2));
         r.publishP50 = number(pl.group(2));
         r.publishP99 = number(pl.group(4));
@@ -146,6 +158,7 @@ public class StandalonePerfTest {
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().put("PULSAR_MEM", "-Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m");
         builder.environment().put("PULSAR_GC_LOG", " ");
+        builder.environment().put("LC_ALL", "C");
         return builder.start();
     }
 
@@ -155,8 +168,9 @@ public class StandalonePerfTest {
         return m;
     }
 
+    // pulsar-perf formats with the default locale: its processes run with LC_ALL=C (see perf).
     private static double number(String s) {
-        return Double.parseDouble(s.replace(",", ""));
+        return Double.parseDouble(s);
     }
 
     private static String summary(List<Result> results, String rate, int seconds) {
