@@ -26,6 +26,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /** Commands of this repository and of the machine, run from the tests, and the distribution they act on. */
 final class Commands {
@@ -82,7 +83,8 @@ final class Commands {
 
     /**
      * Upstream's server distribution of this line, unpacked under {@code work}, or null when the line
-     * publishes none (only 4.0.8 does; its absence there is a failure, not a skip).
+     * publishes none (only 4.0.8 does; its absence there is a failure, not a skip): see
+     * {@link #assembleStandaloneHome}.
      */
     static Path unpackServerDistribution(Path work) throws Exception {
         if (!"4.0.8".equals(LINE)) {
@@ -94,6 +96,33 @@ final class Commands {
         Path unpacked = Files.createDirectories(work.resolve("pristine"));
         run(unpacked, "tar", "xzf", archive);
         return unpacked.resolve("apache-pulsar-4.0.8");
+    }
+
+    /**
+     * A standalone broker home of this line assembled from upstream's Maven artifacts (4.2.4, 5.0.0-M1: no server
+     * distribution), under {@code work}: {@code lib/} as a distribution names its jars
+     * ({@code groupId-artifactId-version[-classifier].jar}), hard links into what the standalone-home module
+     * resolved, and {@code conf/} from that module.
+     */
+    static Path assembleStandaloneHome(Path work) throws Exception {
+        Path repository = REPO.resolve("standalone-home/target/repository").resolve(LINE);
+        assertTrue(Files.isDirectory(repository), repository + " is missing: build the standalone-home module first"
+                + " (mvn -Dpulsar.line=" + LINE + " verify builds it before tests)");
+        Path home = Files.createDirectories(work.resolve("pristine").resolve("apache-pulsar-" + LINE));
+        Path lib = Files.createDirectories(home.resolve("lib"));
+        try (Stream<Path> jars = Files.walk(repository)) {
+            for (Path jar : (Iterable<Path>) jars.filter(p -> p.toString().endsWith(".jar"))::iterator) {
+                // .../group/path/artifactId/version/file.jar
+                Path relative = repository.relativize(jar);
+                int n = relative.getNameCount();
+                String group = relative.subpath(0, n - 3).toString().replace('/', '.');
+                Files.createLink(lib.resolve(group + "-" + jar.getFileName()), jar);
+            }
+        }
+        assertTrue(Files.isRegularFile(lib.resolve(jar("managed-ledger"))), "no " + jar("managed-ledger")
+                + " in " + lib);
+        run(REPO, "cp", "-r", REPO.resolve("standalone-home/conf").toString(), home.toString());
+        return home;
     }
 
     /** A copy of {@code pristine} into {@code parent} whose files are hard links: write none in place. */

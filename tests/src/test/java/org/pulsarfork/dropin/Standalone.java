@@ -40,12 +40,15 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 
 /**
- * One {@code bin/pulsar standalone} of upstream's 4.0.8 server distribution on loopback ports of its own, its data
- * and log in its home, started again on the same data after a {@code kill -9}.
+ * One standalone broker on loopback ports of its own, its data and log in its home, started again on the same data
+ * after a {@code kill -9}: {@code bin/pulsar standalone} of upstream's 4.0.8 server distribution, or, in a home
+ * assembled from Maven artifacts (4.2.4, 5.0.0-M1), upstream's {@code PulsarStandaloneStarter} run by {@code java}
+ * with the options {@code bin/pulsar} gives it.
  */
 final class Standalone {
     private static final Duration START = Duration.ofSeconds(180);
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final String MEMORY = "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m";
     static final String SENTINEL = "sentinel";
     private final Path home;
     private final int brokerPort;
@@ -53,6 +56,8 @@ final class Standalone {
     private final int bookiePort;
     private final int zkPort;
     private final Path log;
+    // Upstream's server distribution (bin/pulsar), or a home assembled from Maven artifacts.
+    private final boolean distribution;
     private Process process;
 
     Standalone(Path home) throws Exception {
@@ -62,6 +67,7 @@ final class Standalone {
         this.bookiePort = freePort();
         this.zkPort = freePort();
         this.log = home.resolve("standalone.log");
+        this.distribution = Files.isRegularFile(home.resolve("bin/pulsar"));
         Path conf = home.resolve("conf/standalone.conf");
         rewrite(conf, Files.readString(conf)
                 .replaceAll("(?m)^bindAddress=.*$", "bindAddress=127.0.0.1")
@@ -70,6 +76,10 @@ final class Standalone {
                 .replaceAll("(?m)^webServicePort=.*$", "webServicePort=" + webPort)
                 // The embedded bookie listens on all interfaces otherwise.
                 + "\nlisteningInterface=lo\n");
+        if (!distribution) {
+            // The assembled home's conf/log4j2.xml (standalone-home/conf) sets these loggers itself.
+            return;
+        }
         Path logConf = home.resolve("conf/log4j2.yaml");
         String logging = Files.readString(logConf);
         String loggers = "    Logger:\n";
@@ -91,17 +101,26 @@ final class Standalone {
     }
 
     void start() throws Exception {
-        ProcessBuilder builder = new ProcessBuilder("bin/pulsar", "standalone", "-nfw", "-nss",
-                "--bookkeeper-port", String.valueOf(bookiePort), "--zookeeper-port", String.valueOf(zkPort),
-                "--bookkeeper-dir", "data/standalone/bookkeeper", "--zookeeper-dir", "data/standalone/zookeeper")
+        List<String> command = new ArrayList<>(distribution ? List.of("bin/pulsar", "standalone") : starter());
+        command.addAll(List.of("-nfw", "-nss", "--bookkeeper-dir", "data/standalone/bookkeeper"));
+        if (Commands.LINE.startsWith("4.")) {
+            command.addAll(List.of("--bookkeeper-port", String.valueOf(bookiePort),
+                    "--zookeeper-port", String.valueOf(zkPort), "--zookeeper-dir", "data/standalone/zookeeper"));
+        } else {
+            // 5.0 has no ZooKeeper in its standalone: RocksDB, and a bookie port of its own choosing.
+            command.addAll(List.of("--metadata-dir", "data/standalone/metadata"));
+        }
+        ProcessBuilder builder = new ProcessBuilder(command)
                 .directory(home.toFile()).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        // ZooKeeper, not the default RocksDB metadata store: with RocksDB the restarted standalone found the
-        // killed process's bookie registration and re-registered in a loop, its reads failing at random;
-        // a ZooKeeper session of the killed process expires and takes its registration with it.
-        builder.environment().put("PULSAR_STANDALONE_USE_ZOOKEEPER", "1");
+        if (Commands.LINE.startsWith("4.")) {
+            // ZooKeeper, not the default RocksDB metadata store: with RocksDB the restarted 4.0.8 standalone found
+            // the killed process's bookie registration and re-registered in a loop, its reads failing at random;
+            // a ZooKeeper session of the killed process expires and takes its registration with it.
+            builder.environment().put("PULSAR_STANDALONE_USE_ZOOKEEPER", "1");
+        }
         builder.environment().put("PULSAR_LOG_APPENDER", "Console");
-        builder.environment().put("PULSAR_MEM", "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m");
+        builder.environment().put("PULSAR_MEM", MEMORY);
         builder.environment().put("PULSAR_GC_LOG", " ");
         process = builder.start();
         await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions().until(() -> {
@@ -109,6 +128,27 @@ final class Standalone {
             return HTTP.send(request("/admin/v2/namespaces/public/default").GET().build(),
                     HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
         });
+    }
+
+    /**
+     * What {@code bin/pulsar standalone} runs, for a home without it: upstream's starter, our {@code conf/}, the
+     * JVM options of 4.x's {@code bin/pulsar} (the broker reads JDK internals for its load report and GC metrics).
+     */
+    private List<String> starter() {
+        List<String> java = new ArrayList<>();
+        java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        java.addAll(List.of(MEMORY.split(" ")));
+        for (String open : new String[] {"java.base/sun.net", "java.base/java.lang", "java.base/java.io",
+                "java.base/java.util", "java.base/java.util.zip", "java.base/jdk.internal.platform",
+                "java.management/sun.management", "jdk.management/com.sun.management.internal"}) {
+            java.addAll(List.of("--add-opens", open + "=ALL-UNNAMED"));
+        }
+        java.addAll(List.of("-Dio.netty.tryReflectionSetAccessible=true",
+                "-Dlog4j.configurationFile=conf/log4j2.xml",
+                // Absolute: bin/drop-in recognizes a running broker of this home by its lib/ on the command line.
+                "-cp", "conf:" + home.resolve("lib").toAbsolutePath() + "/*",
+                "org.apache.pulsar.PulsarStandaloneStarter", "--config", "conf/standalone.conf"));
+        return java;
     }
 
     /** SIGKILL: no shutdown hook, no cursor flush. */

@@ -20,6 +20,7 @@ package org.pulsarfork.dropin;
 
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.pulsarfork.dropin.Commands.LINE;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import java.net.http.HttpResponse;
@@ -77,9 +78,9 @@ public class StandaloneResetUnderLoadTest {
         }
         for (Map.Entry<String, List<Integer>> e : lostPerRound.entrySet()) {
             long violating = e.getValue().stream().filter(lost -> lost > 0).count();
-            System.out.printf("[standalone 4.0.8, %s jars] reset under load, kill -9 (seed %d): %d of %d rounds lost"
-                    + " messages at or after the reset position; lost per round: %s%n", e.getKey(), seed, violating,
-                    repeats, e.getValue());
+            System.out.printf("[standalone %s, %s jars] reset under load, kill -9 (seed %d): %d of %d rounds lost"
+                    + " messages at or after the reset position; lost per round: %s%n", LINE, e.getKey(), seed,
+                    violating, repeats, e.getValue());
         }
         assertTrue(lostPerRound.get("ours").stream().allMatch(lost -> lost == 0),
                 "ours: a kill -9 after a reset under load lost messages at or after the reset position: "
@@ -101,7 +102,7 @@ public class StandaloneResetUnderLoadTest {
                 try (PulsarClient client = broker.client()) {
                     lost.add(r.lost(client));
                 }
-                System.out.printf("[standalone 4.0.8, %s jars] round %d: %s%n", jars, round, r);
+                System.out.printf("[standalone %s, %s jars] round %d: %s%n", LINE, jars, round, r);
             }
         } finally {
             broker.kill9();
