@@ -167,6 +167,10 @@ final class Standalone {
         return "pulsar://127.0.0.1:" + brokerPort;
     }
 
+    String webServiceUrl() {
+        return "http://127.0.0.1:" + webPort;
+    }
+
     /** Appends broker settings to {@code conf/standalone.conf} (a later key wins); takes effect at the next start. */
     void configure(String settings) throws Exception {
         Path conf = home.resolve("conf/standalone.conf");
@@ -179,7 +183,7 @@ final class Standalone {
     }
 
     HttpRequest.Builder request(String path) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + webPort + path))
+        return HttpRequest.newBuilder(URI.create(webServiceUrl() + path))
                 .timeout(Duration.ofSeconds(30));
     }
 

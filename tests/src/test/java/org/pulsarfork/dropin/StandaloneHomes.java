@@ -61,7 +61,12 @@ final class StandaloneHomes {
 
     /** A fresh home for {@code jars} ("upstream" or "ours"). */
     Path home(String jars) throws Exception {
-        Path home = hardLinkedCopy(pristine, work.resolve(jars));
+        return home(jars, jars);
+    }
+
+    /** A fresh home for {@code jars}, in its own folder {@code name} (two brokers of one jar set). */
+    Path home(String jars, String name) throws Exception {
+        Path home = hardLinkedCopy(pristine, work.resolve(name));
         if ("ours".equals(jars)) {
             run(REPO, "bin/drop-in", "install", home.toString(), "--dist", dist.toString());
             run(REPO, "bin/drop-in", "verify", home.toString(), "--dist", dist.toString());

@@ -49,10 +49,11 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, scenario c, in real broker processes (4.0.8 standalone, upstream's jars and ours): {@code reset-cursor}
- * while a consumer acks at full speed under {@code standalone.conf}'s mark-delete limiter (0.1/s), {@code kill -9}
- * at a random moment after the reset answered, restart on the same data. The subscription must resume from the
- * reset position: every message at or after it comes back, except those acked after the reset was sent. A stress
+ * Issue 12, scenario c, in real broker processes (a standalone of this line, upstream's jars and ours):
+ * {@code reset-cursor}, or the client's {@code seek} every other round, while a consumer acks at full speed under
+ * {@code standalone.conf}'s mark-delete limiter (0.1/s), {@code kill -9} at a random moment after the reset
+ * answered, restart on the same data. The subscription must resume from the reset position: every message at or
+ * after it comes back, except those acked after the reset was sent. A stress
  * count, repeated {@code -Dstandalone.repeats} times per jar set (default 3), not a timing assertion: the
  * deterministic proof is the unit bench ({@code CursorResetRaceBenchTest}). A long run only
  * ({@code -Dstandalone.long=true}, README).
@@ -94,7 +95,8 @@ public class StandaloneResetUnderLoadTest {
         try {
             broker.start();
             for (int round = 0; round < repeats; round++) {
-                Round r = new Round("reset-" + jars + "-" + round, random);
+                // Every other round resets with the client's seek instead of the admin API's reset-cursor.
+                Round r = new Round("reset-" + jars + "-" + round, random, round % 2 == 1);
                 try (PulsarClient client = broker.client()) {
                     r.ackResetAndKill(client, broker);
                 }
@@ -114,6 +116,7 @@ public class StandaloneResetUnderLoadTest {
     private static final class Round {
         private final String topic;
         private final Random random;
+        private final boolean clientSeek;
         private final List<CompletableFuture<MessageId>> ids = new ArrayList<>();
         private final Set<Integer> ackedAfterReset = ConcurrentHashMap.newKeySet();
         private final List<CompletableFuture<Void>> receiptsBeforeReset = new ArrayList<>();
@@ -130,9 +133,10 @@ public class StandaloneResetUnderLoadTest {
         private int redelivered;
         private int lost;
 
-        Round(String topic, Random random) {
+        Round(String topic, Random random, boolean clientSeek) {
             this.topic = topic;
             this.random = random;
+            this.clientSeek = clientSeek;
         }
 
         void ackResetAndKill(PulsarClient client, Standalone broker) throws Exception {
@@ -163,10 +167,15 @@ public class StandaloneResetUnderLoadTest {
                 targetSent = ids.get(resetTo);
             }
             MessageIdImpl target = (MessageIdImpl) targetSent.get(30, TimeUnit.SECONDS);
-            HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
-                    + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId() + ",\"entryId\":"
-                    + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
-            assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
+            if (clientSeek) {
+                // Answered once the broker has reset the subscription, as reset-cursor is.
+                consumer.seek(target);
+            } else {
+                HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
+                        + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId() + ",\"entryId\":"
+                        + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
+                assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
+            }
             killDelayMillis = random.nextInt(2_000);
             long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
             try {
@@ -277,11 +286,11 @@ public class StandaloneResetUnderLoadTest {
 
         @Override
         public String toString() {
-            return String.format("%d published and %d acked when the reset to m-%d was sent, kill -9 %d ms after it"
+            return String.format("%s: %d published and %d acked when the reset to m-%d was sent, kill -9 %d ms after it"
                             + " answered (%d published by then, %d acks after the reset sent), %d redelivered after the"
                             + " restart; %d checked (at or after the reset, not acked after it), %d lost",
-                    publishedAtReset, ackedAtReset, resetTo, killDelayMillis, published().size(),
-                    ackedAfterReset.size(), redelivered, checked, lost);
+                    clientSeek ? "seek" : "reset-cursor", publishedAtReset, ackedAtReset, resetTo, killDelayMillis,
+                    published().size(), ackedAfterReset.size(), redelivered, checked, lost);
         }
     }
 }
