@@ -21,6 +21,7 @@ package org.pulsarfork.dropin;
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.dropin.Commands.rewrite;
 import static org.testng.Assert.assertTrue;
+import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -107,7 +108,8 @@ final class Standalone {
             command.addAll(List.of("--bookkeeper-port", String.valueOf(bookiePort),
                     "--zookeeper-port", String.valueOf(zkPort), "--zookeeper-dir", "data/standalone/zookeeper"));
         } else {
-            // 5.0 has no ZooKeeper in its standalone: RocksDB, and a bookie port of its own choosing.
+            // 5.0.0-M1's starter dropped --bookkeeper-port (its bookie takes a free port) and defaults to RocksDB,
+            // which is kept here: its restarts after kill -9 all read (docs/drop-in.md), unlike 4.0.8's.
             command.addAll(List.of("--metadata-dir", "data/standalone/metadata"));
         }
         ProcessBuilder builder = new ProcessBuilder(command)
@@ -123,6 +125,9 @@ final class Standalone {
         builder.environment().put("PULSAR_MEM", MEMORY);
         builder.environment().put("PULSAR_GC_LOG", " ");
         process = builder.start();
+        // A test JVM that exits without reaching kill9() (a timeout, an interrupted build) must not leave a broker.
+        Process started = process;
+        Runtime.getRuntime().addShutdownHook(new Thread(started::destroyForcibly, "kill-standalone"));
         await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions().until(() -> {
             assertTrue(process.isAlive(), "standalone exited; see " + log);
             return HTTP.send(request("/admin/v2/namespaces/public/default").GET().build(),
@@ -131,22 +136,29 @@ final class Standalone {
     }
 
     /**
-     * What {@code bin/pulsar standalone} runs, for a home without it: upstream's starter, our {@code conf/}, the
-     * JVM options of 4.x's {@code bin/pulsar} (the broker reads JDK internals for its load report and GC metrics).
+     * What {@code bin/pulsar standalone} runs, for a home without it: upstream's starter with our {@code conf/}, and
+     * the JVM options 4.0.8's {@code bin/pulsar} gives it (its OPTS and ZK_OPTS; not the JDK 23+ and native-access
+     * switches, for the Java 17 the tests run on): the broker reads JDK internals for its load report and GC
+     * metrics, Netty and BookKeeper need direct buffers and checksums, ZooKeeper restarts on a snapshot a kill -9
+     * may have left empty.
      */
     private List<String> starter() {
         List<String> java = new ArrayList<>();
         java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         java.addAll(List.of(MEMORY.split(" ")));
-        for (String open : new String[] {"java.base/sun.net", "java.base/java.lang", "java.base/java.io",
-                "java.base/java.util", "java.base/java.util.zip", "java.base/jdk.internal.platform",
-                "java.management/sun.management", "jdk.management/com.sun.management.internal"}) {
+        for (String open : new String[] {"java.base/java.io", "java.base/java.util.zip",
+                "java.management/sun.management", "jdk.management/com.sun.management.internal", "java.base/java.nio",
+                "java.base/jdk.internal.misc", "java.base/jdk.internal.platform"}) {
             java.addAll(List.of("--add-opens", open + "=ALL-UNNAMED"));
         }
-        java.addAll(List.of("-Dio.netty.tryReflectionSetAccessible=true",
+        java.addAll(List.of("-Djava.net.preferIPv4Stack=true", "-Djute.maxbuffer=10485760",
+                "-Dzookeeper.clientTcpKeepAlive=true", "-Dio.netty.tryReflectionSetAccessible=true",
+                "-Dorg.apache.pulsar.shade.io.netty.tryReflectionSetAccessible=true",
+                "-Dzookeeper.4lw.commands.whitelist=*", "-Dzookeeper.snapshot.trust.empty=true",
+                "-Dzookeeper.tcpKeepAlive=true", "-Dlog4j.shutdownHookEnabled=false",
                 "-Dlog4j.configurationFile=conf/log4j2.xml",
                 // Absolute: bin/drop-in recognizes a running broker of this home by its lib/ on the command line.
-                "-cp", "conf:" + home.resolve("lib").toAbsolutePath() + "/*",
+                "-cp", "conf" + File.pathSeparator + home.resolve("lib").toAbsolutePath() + File.separator + "*",
                 "org.apache.pulsar.PulsarStandaloneStarter", "--config", "conf/standalone.conf"));
         return java;
     }

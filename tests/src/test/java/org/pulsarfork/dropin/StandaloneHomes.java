@@ -44,7 +44,7 @@ final class StandaloneHomes {
         this.dist = dist;
     }
 
-    /** Skips the calling test class where {@code switchProperty} is false or the line has no distribution. */
+    /** Skips the calling test class where {@code switchProperty} is false. */
     static StandaloneHomes unpack(String directory, String switchProperty, boolean byDefault) throws Exception {
         if (!Boolean.parseBoolean(System.getProperty(switchProperty, String.valueOf(byDefault)))) {
             throw new SkipException("left out: -D" + switchProperty + "=false");

@@ -22,7 +22,6 @@ import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.dropin.Commands.LINE;
 import static org.testng.Assert.assertEquals;
-import static org.testng.Assert.assertNotEquals;
 import static org.testng.Assert.assertTrue;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -52,20 +51,22 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, scenarios a and b, in real broker processes: upstream's 4.0.8 server distribution run as
- * {@code bin/pulsar standalone}, once with upstream's jars and once with ours installed by {@code bin/drop-in}.
+ * Issue 12, scenarios a and b, in real broker processes: a standalone of this line (4.0.8: upstream's server
+ * distribution; 4.2.4, 5.0.0-M1: a home assembled from upstream's Maven artifacts, {@link Standalone}), once with
+ * upstream's jars and once with ours installed by {@code bin/drop-in}.
  * Both scenarios share each jar set's one {@code kill -9} and restart on the same data (a standalone takes most
  * of the time).
  * <ul>
  * <li>b: two compactions inside one mark-delete limiter period (standalone.conf: 0.1/s), the previous compacted
  * ledger deleted, then the crash: the compacted view must hold the latest value of every key. Upstream completed
  * the throttled compaction ack without writing it (#26484): the restarted broker recovers a compaction cursor
- * naming the deleted ledger.</li>
+ * naming the deleted ledger, and the topic does not load.</li>
  * <li>a: acks with ack receipts at full speed under the same limiter, on a shared subscription (individual acks)
  * and a failover one (cumulative acks), and the crash more than one limiter period after the last receipt. On 4.x
- * a receipt answers the ack before any write, on both jar sets; ours writes a throttled ack within one limiter
- * period, so nothing acked is redelivered after the restart. Upstream writes it only with a later ack the
- * limiter lets through, or the periodic cursor flush (60 s): what it redelivers is measured. A long run only
+ * a receipt answers the ack before any write, on both jar sets (on 5.0.0-M1 ours answers after the write); ours
+ * writes a throttled ack within one limiter period, so nothing acked is redelivered after the restart. Upstream
+ * writes it only with a later ack the limiter lets through, or the periodic cursor flush (60 s): what it
+ * redelivers is measured. A long run only
  * ({@code -Dstandalone.long=true}); CI runs scenario b.</li>
  * </ul>
  */
@@ -77,6 +78,10 @@ public class StandaloneKill9Test {
     // Once the restarted broker has loaded the topic, how long a compacted view may stay empty or failing.
     private static final Duration SETTLED = Duration.ofSeconds(15);
     private static final String NO_SUCH_LEDGER = "No such ledger exists";
+    // Views that are not a compacted view: the topic does not load, a read failed, the topic never answered.
+    private static final String UNLOADABLE = "unloadable";
+    private static final String UNREADABLE = "error";
+    private static final String INCONCLUSIVE = "inconclusive";
     private static final Pattern COMPACTED_LEDGER =
             Pattern.compile("\"compactedLedger\"\\s*:\\s*\\{[^}]*?\"ledgerId\"\\s*:\\s*(-?\\d+)");
     private static final Pattern CURSOR_LEDGER = Pattern.compile("\"cursorLedger\"\\s*:\\s*(-?\\d+)");
@@ -100,8 +105,13 @@ public class StandaloneKill9Test {
         System.out.printf("[standalone %s] compacted view after kill -9 and restart: upstream %s, ours %s%n",
                 LINE, afterRestart("upstream").view, afterRestart("ours").view);
         assertEquals(afterRestart("ours").view, latest, "ours: the compacted view after the restart");
-        assertNotEquals(afterRestart("upstream").view, latest,
-                "upstream: expected the compacted view broken after the restart (#26484)");
+        // Broken, not merely slow or unreadable: the topic does not load for the deleted ledger its compaction
+        // cursor names, or it loads and serves a wrong view.
+        Map<String, String> upstream = afterRestart("upstream").view;
+        assertTrue(upstream.equals(Map.of(UNLOADABLE, NO_SUCH_LEDGER)) || (!upstream.isEmpty()
+                        && !upstream.containsKey(UNREADABLE) && !upstream.containsKey(INCONCLUSIVE)
+                        && !upstream.equals(latest)),
+                "upstream: expected the compacted view broken after the restart (#26484): " + upstream);
     }
 
     public void aKill9OneLimiterPeriodAfterTheLastAckReceiptRedeliversNothingOnOurs() throws Exception {
@@ -305,10 +315,10 @@ public class StandaloneKill9Test {
 
     /**
      * The compacted view, once the restarted broker has loaded the topic, read again while reads fail or find
-     * nothing for {@link #SETTLED} (with the RocksDB metadata store, 4.0.8's reads also failed with "bookie is
-     * unknown" for a while). A topic that does not load because a ledger it names is gone (upstream: the compaction
-     * cursor recovered the deleted compacted ledger) is a view of its own, {@code {unloadable=...}}; one that has
-     * not loaded after {@link #READABLE} is read as it is.
+     * nothing, for up to {@link #SETTLED} (with the RocksDB metadata store, 4.0.8's reads also failed with "bookie
+     * is unknown" for a while). A topic that does not load because a ledger it names is gone (upstream: the
+     * compaction cursor recovered the deleted compacted ledger) is {@code {unloadable=...}}; one that has neither
+     * loaded nor failed so after {@link #READABLE} is {@code {inconclusive=...}}, which no assertion accepts.
      */
     private static Map<String, String> compactedViewOnceReadable(Standalone broker, PulsarClient client, String topic)
             throws Exception {
@@ -323,17 +333,21 @@ public class StandaloneKill9Test {
                 return stats.statusCode() == 200 || unloadable[0] != null;
             });
         } catch (ConditionTimeoutException e) {
-            System.out.printf("[standalone %s] %s not loaded after %s; reading it anyway%n", LINE, topic, READABLE);
+            return Map.of(INCONCLUSIVE, "the topic neither loaded nor failed within " + READABLE);
         }
         if (unloadable[0] != null) {
-            return Map.of("unloadable", unloadable[0]);
+            return Map.of(UNLOADABLE, unloadable[0]);
         }
-        long deadline = System.nanoTime() + SETTLED.toNanos();
-        Map<String, String> view;
-        do {
-            view = compactedView(client, topic);
-        } while ((view.isEmpty() || view.containsKey("error")) && System.nanoTime() < deadline);
-        return view;
+        List<Map<String, String>> view = new ArrayList<>(List.of(Map.of()));
+        try {
+            await().atMost(SETTLED).pollInterval(Duration.ofMillis(500)).until(() -> {
+                view.set(0, compactedView(client, topic));
+                return !view.get(0).isEmpty() && !view.get(0).containsKey(UNREADABLE);
+            });
+        } catch (ConditionTimeoutException e) {
+            // Empty or unreadable throughout: returned as it is.
+        }
+        return view.get(0);
     }
 
     /**
@@ -349,7 +363,7 @@ public class StandaloneKill9Test {
                 view.merge(message.getKey(), message.getValue(), (older, newer) -> older + "," + newer);
             }
         } catch (Exception e) {
-            view.put("error", e.getClass().getSimpleName());
+            view.put(UNREADABLE, e.getClass().getSimpleName());
         }
         return view;
     }

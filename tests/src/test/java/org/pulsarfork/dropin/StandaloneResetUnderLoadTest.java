@@ -148,37 +148,37 @@ public class StandaloneResetUnderLoadTest {
             publisher.start();
             Thread acker = new Thread(() -> ackAtFullSpeed(consumer), "acker-" + topic);
             acker.start();
-            int resetAfter = 400 + random.nextInt(MESSAGES / 4);
-            await().atMost(WAIT).until(() -> acked.get() >= resetAfter);
-            // From here an ack is excused: it may land after the reset. Those issued before are applied before it
-            // (on 4.x a receipt answers once the ack is applied).
-            CompletableFuture<?>[] before;
-            synchronized (receiptsBeforeReset) {
-                resetSent = true;
-                before = receiptsBeforeReset.toArray(new CompletableFuture<?>[0]);
-                ackedAtReset = acked.get();
-                highestAckedBeforeReset = highestAcked;
-            }
-            CompletableFuture.allOf(before).get(30, TimeUnit.SECONDS);
-            resetTo = random.nextInt(resetAfter / 2);
-            CompletableFuture<MessageId> targetSent;
-            synchronized (ids) {
-                publishedAtReset = ids.size();
-                targetSent = ids.get(resetTo);
-            }
-            MessageIdImpl target = (MessageIdImpl) targetSent.get(30, TimeUnit.SECONDS);
-            if (clientSeek) {
-                // Answered once the broker has reset the subscription, as reset-cursor is.
-                consumer.seek(target);
-            } else {
-                HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
-                        + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId() + ",\"entryId\":"
-                        + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
-                assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
-            }
-            killDelayMillis = random.nextInt(2_000);
-            long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
             try {
+                int resetAfter = 400 + random.nextInt(MESSAGES / 4);
+                await().atMost(WAIT).until(() -> acked.get() >= resetAfter);
+                // From here an ack is excused: it may land after the reset. Those issued before are applied before it
+                // (on 4.x a receipt answers once the ack is applied).
+                CompletableFuture<?>[] before;
+                synchronized (receiptsBeforeReset) {
+                    resetSent = true;
+                    before = receiptsBeforeReset.toArray(new CompletableFuture<?>[0]);
+                    ackedAtReset = acked.get();
+                    highestAckedBeforeReset = highestAcked;
+                }
+                CompletableFuture.allOf(before).get(30, TimeUnit.SECONDS);
+                resetTo = random.nextInt(resetAfter / 2);
+                CompletableFuture<MessageId> targetSent;
+                synchronized (ids) {
+                    publishedAtReset = ids.size();
+                    targetSent = ids.get(resetTo);
+                }
+                MessageIdImpl target = (MessageIdImpl) targetSent.get(30, TimeUnit.SECONDS);
+                if (clientSeek) {
+                    // Answered once the broker has reset the subscription, as reset-cursor is.
+                    consumer.seek(target);
+                } else {
+                    HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
+                            + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId()
+                            + ",\"entryId\":" + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
+                    assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
+                }
+                killDelayMillis = random.nextInt(2_000);
+                long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
                 await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
                         .until(() -> System.nanoTime() >= killAt);
                 broker.kill9();
