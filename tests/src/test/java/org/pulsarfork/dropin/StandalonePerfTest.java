@@ -20,7 +20,6 @@ package org.pulsarfork.dropin;
 
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
-import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -151,7 +150,9 @@ public class StandalonePerfTest {
         // Entries 0..last of the cursor ledger in use; a ledger switched during the run counts from its start.
         r.cursorLedgerWrites = cursor.path("cursorLedgerLastEntry").asLong(-1) + 1;
         r.markDelete = cursor.path("markDeletePosition").asText();
-        assertEquals(r.received, r.sent, jars + " " + type + ": consumed what was published (" + consumeLog + ")");
+        // More than sent is a redelivery (upstream's Exclusive run of one round received 18,433 twice), counted in
+        // the result; fewer is a message lost.
+        assertTrue(r.received >= r.sent, jars + " " + type + ": consumed what was published (" + consumeLog + ")");
         return r;
     }
 
@@ -219,9 +220,10 @@ public class StandalonePerfTest {
         @Override
         public String toString() {
             return String.format("%s jars, round %d, %s: sent %d at %.0f msg/s (publish p50 %.2f ms, p99 %.2f ms);"
-                    + " received %d at %.0f msg/s, ack rate %.0f msg/s, end-to-end p99 %.0f ms; cursor ledger %d with"
-                    + " %d writes (%.3f per 1,000 acks), mark-delete %s", jars, round, type, sent, sendRate,
-                    publishP50, publishP99, received, receiveRate, ackRate, endToEndP99, cursorLedger,
+                    + " received %d (%d redelivered) at %.0f msg/s, ack rate %.0f msg/s, end-to-end p99 %.0f ms;"
+                    + " cursor ledger %d with %d writes (%.3f per 1,000 acks), mark-delete %s", jars, round, type,
+                    sent, sendRate, publishP50, publishP99, received, received - sent, receiveRate, ackRate,
+                    endToEndP99, cursorLedger,
                     cursorLedgerWrites, 1000.0 * cursorLedgerWrites / Math.max(1, received), markDelete);
         }
     }
