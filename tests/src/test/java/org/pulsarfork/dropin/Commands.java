@@ -87,9 +87,14 @@ final class Commands {
      * {@link #assembleStandaloneHome}.
      */
     static Path unpackServerDistribution(Path work) throws Exception {
-        if (!"4.0.8".equals(LINE)) {
-            return null;
-        }
+        return "4.0.8".equals(LINE) ? unpack408Distribution(work) : null;
+    }
+
+    /**
+     * Upstream's 4.0.8 server distribution unpacked under {@code work}, whatever the line: on 4.2.4 and 5.0.0-M1
+     * the pulsar-perf client comes from it (their pulsar-testclient is not on Maven Central).
+     */
+    static Path unpack408Distribution(Path work) throws Exception {
         String archive = System.getProperty("dropin.distribution", "");
         assertTrue(!archive.isEmpty() && Files.isRegularFile(Paths.get(archive)),
                 "the 4.0.8 server distribution must be resolved (dropin.distribution=" + archive + ")");

@@ -171,6 +171,12 @@ final class Standalone {
         }
     }
 
+    /** After {@link #kill9}: the next start is a first start on empty disks (its brokers' data is gone). */
+    void wipeData() throws Exception {
+        assertTrue(process == null || !process.isAlive(), "wiping the data of a running standalone");
+        Commands.run(home, "rm", "-rf", "data");
+    }
+
     Path home() {
         return home;
     }

@@ -20,6 +20,7 @@ package org.pulsarfork.dropin;
 
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.pulsarfork.dropin.Commands.REPO;
 import static org.testng.Assert.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -33,15 +34,18 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.testng.SkipException;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
  * Issue 12, pulsar-perf side by side: upstream's 4.0.8 {@code bin/pulsar-perf} produces and consumes against a real
- * {@code bin/pulsar standalone} with upstream's jars and with ours (installed by {@code bin/drop-in}, so the
- * pulsar-perf client runs the jars of its home too), in one run with the same settings. Each round measures both jar
- * sets, in alternating order so that drift of the machine is not read as a difference between them; each jar set
+ * standalone with upstream's jars and with ours (installed by {@code bin/drop-in}), in one run with the same
+ * settings. On 4.0.8 it is the distribution's {@code bin/pulsar standalone} and pulsar-perf runs from the broker's
+ * home, so with ours it runs our client jar too. On 4.2.4 and 5.0.0-M1 the broker is the assembled home and
+ * pulsar-perf runs from an unpacked 4.0.8 distribution of its own (pulsar-testclient 4.2.4 and 5.0.0-M1 are not on
+ * Maven Central): the same client for both jar sets, so only the broker's jars differ. Each round measures both jar
+ * sets, in alternating order so that drift of the machine is not read as a difference between them, each on a
+ * broker started on empty disks (a round writes gigabytes; docs/drop-in.md); each jar set
  * runs a Shared subscription (two consumers racing: individual acks with holes) and an Exclusive one (acks in order, so
  * the mark-delete position moves with every ack, as cumulative acks move it: pulsar-perf 4.0.8 has no
  * cumulative-ack option). Printed per round: publish and consume rates, the publish latency percentiles (publish
@@ -61,14 +65,16 @@ public class StandalonePerfTest {
             "Aggregated latency stats --- Latency: mean: +([\\d.]+) ms - med: +([\\d.]+) - 95pct: +([\\d.]+)"
                     + " - 99pct: +([\\d.]+)");
     private StandaloneHomes homes;
+    // Where bin/pulsar-perf runs: null for the measured broker's own home (4.0.8).
+    private Path client;
 
     @BeforeClass(groups = FORK_ONLY)
     public void unpack() throws Exception {
-        if (!"4.0.8".equals(Commands.LINE) && Boolean.getBoolean("standalone.perf")) {
-            // The homes assembled from Maven artifacts have no bin/pulsar-perf (nor its jars).
-            throw new SkipException("pulsar-perf comes with 4.0.8's server distribution (docs/drop-in.md)");
-        }
         homes = StandaloneHomes.unpack("standalone-perf", "standalone.perf", false);
+        // -Dstandalone.perf.separateClient=true: on 4.0.8 too, the client of upstream's distribution for both jar sets.
+        if (!"4.0.8".equals(Commands.LINE) || Boolean.getBoolean("standalone.perf.separateClient")) {
+            client = Commands.unpack408Distribution(REPO.resolve("tests/target/standalone-perf/perf-client"));
+        }
     }
 
     public void pulsarPerfSideBySide() throws Exception {
@@ -96,13 +102,16 @@ public class StandalonePerfTest {
                     }
                 } finally {
                     broker.kill9();
+                    broker.wipeData();
                 }
             }
         }
-        System.out.print(summary(results, rate, seconds));
+        System.out.print(summary(results, rate, seconds, client != null
+                ? "broker " + Commands.LINE + ", client: a 4.0.8 distribution of its own"
+                : "broker 4.0.8 (server distribution), client: the broker's home"));
     }
 
-    private static Result measure(Standalone broker, String jars, int round, String type, int seconds)
+    private Result measure(Standalone broker, String jars, int round, String type, int seconds)
             throws Exception {
         String topic = "persistent://public/default/perf-" + jars + "-" + round + "-" + type.toLowerCase();
         String sub = "perf";
@@ -156,12 +165,13 @@ public class StandalonePerfTest {
         return r;
     }
 
-    private static Process perf(Standalone broker, Path log, String... args) throws Exception {
+    private Process perf(Standalone broker, Path log, String... args) throws Exception {
         List<String> command = new ArrayList<>();
         command.add("bin/pulsar-perf");
         command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command).directory(broker.home().toFile())
-                .redirectErrorStream(true).redirectOutput(log.toFile());
+        ProcessBuilder builder = new ProcessBuilder(command).directory((client != null ? client : broker.home())
+                        .toFile()).redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().put("JAVA_HOME", System.getProperty("java.home"));
         builder.environment().put("PULSAR_MEM", "-Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m");
         builder.environment().put("PULSAR_GC_LOG", " ");
         builder.environment().put("LC_ALL", "C");
@@ -179,10 +189,10 @@ public class StandalonePerfTest {
         return Double.parseDouble(s);
     }
 
-    private static String summary(List<Result> results, String rate, int seconds) {
-        StringBuilder out = new StringBuilder(String.format("[pulsar-perf 4.0.8] summary, %d s per run, mark-delete"
-                + " limit %s/s, ratios ours / upstream of the per-round means (min..max over rounds):%n", seconds,
-                rate));
+    private static String summary(List<Result> results, String rate, int seconds, String setup) {
+        StringBuilder out = new StringBuilder(String.format("[pulsar-perf 4.0.8] summary, %s, %d s per run,"
+                + " mark-delete limit %s/s, ratios ours / upstream of the per-round means (min..max over rounds):%n",
+                setup, seconds, rate));
         for (String type : new String[] {"Shared", "Exclusive"}) {
             Stats up = Stats.of(results, "upstream", type);
             Stats ours = Stats.of(results, "ours", type);
@@ -191,6 +201,14 @@ public class StandalonePerfTest {
                     + " cursor-ledger writes per 1,000 acks %.3f / %.3f%n", type, up, type, ours, type,
                     ours.receiveRate / up.receiveRate, ours.sendRate / up.sendRate, up.publishP99, ours.publishP99,
                     up.endToEndP99, ours.endToEndP99, up.writesPerThousand, ours.writesPerThousand));
+            out.append(String.format("  %-9s consume-rate ratio per round:", type));
+            for (Result u : results) {
+                if (u.jars.equals("upstream") && u.type.equals(type)) {
+                    results.stream().filter(o -> o.jars.equals("ours") && o.type.equals(type) && o.round == u.round)
+                            .forEach(o -> out.append(String.format(" %.3f", o.receiveRate / u.receiveRate)));
+                }
+            }
+            out.append(String.format("%n"));
         }
         return out.toString();
     }
