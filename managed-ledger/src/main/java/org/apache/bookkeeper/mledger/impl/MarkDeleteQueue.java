@@ -160,7 +160,8 @@ final class MarkDeleteQueue<T> {
         }
         headWaitsForWrites = false;
         if (barriersQueued == 0) {
-            List<T> all = new ArrayList<>(ops);
+            // One ack is the common case (nothing queued behind a read): no copy of the deque for it.
+            List<T> all = ops.size() == 1 ? Collections.singletonList(ops.pollFirst()) : new ArrayList<>(ops);
             ops.clear();
             updateQueued();
             return new Batch<>(all, false);
