@@ -59,6 +59,11 @@ final class StandaloneHomes {
         return new StandaloneHomes(work, pristine, stageOurJars(work));
     }
 
+    /** The folder the homes are in, for what a test lays out beside them. */
+    Path work() {
+        return work;
+    }
+
     /** A fresh home for {@code jars} ("upstream" or "ours"). */
     Path home(String jars) throws Exception {
         return home(jars, jars);

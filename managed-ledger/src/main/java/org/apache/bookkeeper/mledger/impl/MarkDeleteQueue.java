@@ -88,7 +88,7 @@ final class MarkDeleteQueue<T> {
     private final List<Runnable> afterBarrier = new ArrayList<>();
     private boolean barrierInFlight;
     private boolean headWaitsForWrites;
-    // Barriers in ops: with none, a run of acks is the whole queue, taken in one copy (the hot case).
+    // Barriers in ops: with none, a run of acks is the whole queue, taken in one step (the hot case).
     private int barriersQueued;
     // Whether ops is non-empty, for mayHaveQueued: written only when that changes (one fence per run of
     // queued acks, not one per ack).
@@ -160,9 +160,14 @@ final class MarkDeleteQueue<T> {
         }
         headWaitsForWrites = false;
         if (barriersQueued == 0) {
-            // One ack is the common case (nothing queued behind a read): no copy of the deque for it.
-            List<T> all = ops.size() == 1 ? Collections.singletonList(ops.pollFirst()) : new ArrayList<>(ops);
-            ops.clear();
+            List<T> all;
+            if (ops.size() == 1) {
+                // One ack is the common case (nothing queued behind a read): no copy of the deque for it.
+                all = Collections.singletonList(ops.pollFirst());
+            } else {
+                all = new ArrayList<>(ops);
+                ops.clear();
+            }
             updateQueued();
             return new Batch<>(all, false);
         }

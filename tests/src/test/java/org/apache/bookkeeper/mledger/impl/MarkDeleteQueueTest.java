@@ -65,6 +65,20 @@ public class MarkDeleteQueueTest {
         assertTrue(queue.isEmpty());
     }
 
+    public void aSingleAckIsTakenAloneAndLeavesTheQueueEmpty() {
+        queue.add("a1");
+        assertTrue(queue.mayHaveQueued());
+        assertEquals(queue.next(0).ops, List.of("a1"));
+        assertTrue(queue.isEmpty());
+        assertFalse(queue.mayHaveQueued(), "a completion need not take the monitor once the only ack is taken");
+        assertNull(queue.next(0));
+
+        queue.add("a2");
+        queue.add("a3");
+        assertEquals(queue.next(0).ops, List.of("a2", "a3"));
+        assertTrue(queue.isEmpty());
+    }
+
     public void actionsWaitingForTheBarrierRunWhenItFinishes() {
         queue.add(RESET);
         queue.next(0);
