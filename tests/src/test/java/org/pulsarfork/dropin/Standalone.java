@@ -171,7 +171,7 @@ final class Standalone {
         }
     }
 
-    /** After {@link #kill9}: the next start is a first start on empty disks (its brokers' data is gone). */
+    /** With no process running (before a start, or after {@link #kill9}): the next start is on empty disks. */
     void wipeData() throws Exception {
         assertTrue(process == null || !process.isAlive(), "wiping the data of a running standalone");
         Commands.run(home, "rm", "-rf", "data");
