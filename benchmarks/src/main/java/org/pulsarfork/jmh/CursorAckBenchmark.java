@@ -111,6 +111,9 @@ public class CursorAckBenchmark {
     @Setup(Level.Iteration)
     public void freshLedger() throws Exception {
         prepare.invoke(workload);
+        // A batch takes a few milliseconds: a GC pause for the garbage of preparing it, when it fell inside the
+        // measured batch, made that batch up to twenty times slower and was most of the spread between forks.
+        System.gc();
     }
 
     @Benchmark

@@ -18,6 +18,7 @@
  */
 package org.apache.bookkeeper.mledger.impl;
 
+import org.apache.bookkeeper.mledger.AsyncCallbacks.DeleteCallback;
 import org.apache.bookkeeper.mledger.AsyncCallbacks.MarkDeleteCallback;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
@@ -34,24 +35,27 @@ import org.apache.bookkeeper.mledger.Position;
  */
 final class AppliedAck implements MarkDeleteCallback {
     private final MarkDeleteCallback delegate;
+    // An individual delete's callback, called directly: no adapter object per ack (issue 11).
+    private final DeleteCallback deleteDelegate;
     private final Position first;
     private final Position last;
     final long resetGeneration;
 
-    private AppliedAck(MarkDeleteCallback delegate, Position first, Position last, long resetGeneration) {
+    private AppliedAck(MarkDeleteCallback delegate, DeleteCallback deleteDelegate, Position first, Position last,
+                       long resetGeneration) {
         this.delegate = delegate;
+        this.deleteDelegate = deleteDelegate;
         this.first = first;
         this.last = last;
         this.resetGeneration = resetGeneration;
     }
 
     static AppliedAck markDelete(MarkDeleteCallback delegate, Position position, long resetGeneration) {
-        return new AppliedAck(delegate, null, position, resetGeneration);
+        return new AppliedAck(delegate, null, null, position, resetGeneration);
     }
 
-    static AppliedAck individual(MarkDeleteCallback delegate, Position first, Position last,
-                                 long resetGeneration) {
-        return new AppliedAck(delegate, first, last, resetGeneration);
+    static AppliedAck individual(DeleteCallback delegate, Position first, Position last, long resetGeneration) {
+        return new AppliedAck(null, delegate, first, last, resetGeneration);
     }
 
     /** The ack behind a queued operation's callback, or null for the cursor's own writes. */
@@ -81,12 +85,20 @@ final class AppliedAck implements MarkDeleteCallback {
 
     @Override
     public void markDeleteComplete(Object ctx) {
-        delegate.markDeleteComplete(ctx);
+        if (deleteDelegate != null) {
+            deleteDelegate.deleteComplete(ctx);
+        } else {
+            delegate.markDeleteComplete(ctx);
+        }
     }
 
     @Override
     public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
-        delegate.markDeleteFailed(exception, ctx);
+        if (deleteDelegate != null) {
+            deleteDelegate.deleteFailed(exception, ctx);
+        } else {
+            delegate.markDeleteFailed(exception, ctx);
+        }
     }
 
     @Override

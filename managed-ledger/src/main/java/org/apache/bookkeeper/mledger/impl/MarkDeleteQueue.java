@@ -180,6 +180,18 @@ final class MarkDeleteQueue<T> {
     }
 
     /**
+     * The write for an ack arriving at an empty queue with no barrier in flight: the ack alone, as {@link #next}
+     * would return it once queued, without passing through the deque (the common case with no read in flight,
+     * where queueing it cost two writes of {@link #mayHaveQueued}'s flag). Null when it has to be queued.
+     */
+    Batch<T> takeIfAlone(T op) {
+        if (!ops.isEmpty() || barrierInFlight || isBarrier.test(op)) {
+            return null;
+        }
+        return new Batch<>(Collections.singletonList(op), false);
+    }
+
+    /**
      * Puts acks back at the head, in their order, to be written once the writes now in flight have
      * completed. A group is put back as its members, so that a later batch regroups them all.
      */

@@ -79,6 +79,24 @@ public class MarkDeleteQueueTest {
         assertTrue(queue.isEmpty());
     }
 
+    public void anAckIsTakenAloneOnlyAtAnEmptyQueueWithNoBarrierInFlight() {
+        MarkDeleteQueue.Batch<String> alone = queue.takeIfAlone("a1");
+        assertEquals(alone.ops, List.of("a1"));
+        assertFalse(alone.barrier);
+        assertFalse(queue.mayHaveQueued(), "an ack taken alone never passes through the queue");
+
+        queue.add("a2");
+        assertNull(queue.takeIfAlone("a3"), "behind a queued ack: queued, to keep the order");
+        queue.next(0);
+
+        assertNull(queue.takeIfAlone(RESET), "a barrier is queued, to be written alone once the writes drain");
+        queue.add(RESET);
+        assertTrue(queue.next(0).barrier);
+        assertNull(queue.takeIfAlone("a4"), "behind the barrier in flight");
+        queue.writeFinished(RESET, true, new ArrayList<>());
+        assertEquals(queue.takeIfAlone("a4").ops, List.of("a4"));
+    }
+
     public void actionsWaitingForTheBarrierRunWhenItFinishes() {
         queue.add(RESET);
         queue.next(0);
