@@ -84,6 +84,7 @@ public class MarkDeleteQueueScheduleTest {
     private static final class Write {
         final Op entry;
         final long coveredSeq;
+        MarkDeleteQueue.InFlightWrite<Op> handle;
 
         Write(Op entry, long coveredSeq) {
             this.entry = entry;
@@ -219,12 +220,14 @@ public class MarkDeleteQueueScheduleTest {
         void issue(Op write) {
             Write w = new Write(write, seq);
             inFlight.addLast(w);
-            queue.writeStarted(write, write.pos(), w.coveredSeq);
+            w.handle = queue.writeStarted(write, write.pos(), w.coveredSeq);
         }
 
-        // Completion, in append order, as in ManagedCursorImpl#completeMarkDeleteWrite.
+        // Completion, as in ManagedCursorImpl#completeMarkDeleteWrite: in append order, but now and then a
+        // later ack write first (one that fell back to the metadata store delays the ones before it).
         void complete(boolean fail) {
-            Write w = inFlight.pollFirst();
+            Write w = inFlight.size() > 1 && random.nextInt(6) == 0
+                    ? removeAt(1 + random.nextInt(inFlight.size() - 1)) : inFlight.pollFirst();
             boolean barrier = w.entry.barrier;
             if (barrier && !fail) {
                 markDelete = w.entry.position;
@@ -234,7 +237,9 @@ public class MarkDeleteQueueScheduleTest {
                 unfinishedBarrier = null;
             }
             List<Runnable> after = new ArrayList<>();
-            List<Op> attached = queue.writeFinished(w.entry, barrier, after);
+            // An ack write finishes through its handle without the queue monitor, as the cursor's does.
+            List<Op> attached = barrier ? queue.writeFinished(w.entry, true, after)
+                    : queue.ackWriteFinished(w.handle);
             if (!barrier) {
                 fire(w.entry, w, !fail);
             }
@@ -245,6 +250,14 @@ public class MarkDeleteQueueScheduleTest {
             if (inFlight.isEmpty()) {
                 flushIfReadable();
             }
+        }
+
+        Write removeAt(int index) {
+            List<Write> writes = new ArrayList<>(inFlight);
+            Write w = writes.remove(index);
+            inFlight.clear();
+            inFlight.addAll(writes);
+            return w;
         }
 
         void fire(Op write, Write by, boolean success) {
