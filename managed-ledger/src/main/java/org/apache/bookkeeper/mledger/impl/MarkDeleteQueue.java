@@ -24,7 +24,6 @@ import java.util.Collections;
 import java.util.Deque;
 import java.util.Iterator;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.Position;
 
@@ -45,10 +44,9 @@ import org.apache.bookkeeper.mledger.Position;
  *
  * <p>Every method but {@link #ackWriteFinished} and {@link #mayHaveQueued} is called with the monitor
  * of the queue's deque held, the cursor's {@code pendingMarkDeleteOps}, which stays the storage so
- * that code and tests reading that field see the queued operations. An ack write completes without
- * that monitor, which the submitting thread holds across its cursor-ledger add: it finishes its
- * {@link InFlightWrite} atomically, and the registry of writes in flight, changed only under the monitor,
- * forgets finished writes as later ones are issued. No method runs a callback.
+ * that code and tests reading that field see the queued operations. The writes in flight have a
+ * monitor of their own as well: an ack write completes without the queue monitor, which the
+ * submitting thread holds across its cursor-ledger add. No method runs a callback.
  *
  * @param <T> the operation type (the cursor's {@code MarkDeleteEntry})
  */
@@ -69,86 +67,24 @@ final class MarkDeleteQueue<T> {
         }
     }
 
-    /**
-     * A write that was issued, with the operations attached to it. Handed to the caller, who finishes it
-     * ({@link #ackWriteFinished}) with no lock: the thread issuing the next write holds the queue monitor across
-     * its cursor-ledger add, and a lock shared by the two threads cost every ack a transfer of that lock and of
-     * the registry between them (issue 11). Attaching and finishing are one atomic step each on the write's own
-     * chain of operations, which finishing closes.
-     */
-    static final class InFlightWrite<T> {
-        @SuppressWarnings("rawtypes")
-        private static final AtomicReferenceFieldUpdater<InFlightWrite, Attached> ATTACHED =
-                AtomicReferenceFieldUpdater.newUpdater(InFlightWrite.class, Attached.class, "attached");
-        @SuppressWarnings("rawtypes")
-        private static final Attached FINISHED = new Attached<>(null, null);
-
-        // Cleared once finished: a finished write waits in the registry for the next write issued, holding
-        // nothing of the cursor's.
-        private T write;
+    /** A write that was issued and has not completed, with what it holds. */
+    private static final class InFlightWrite<T> {
+        final T write;
         final Position position;
         final long coveredSeq;
-        // The operations attached, the latest first; FINISHED once the write completed.
-        private volatile Attached<T> attached;
+        List<T> waiters;
 
         InFlightWrite(T write, Position position, long coveredSeq) {
             this.write = write;
             this.position = position;
             this.coveredSeq = coveredSeq;
         }
-
-        private boolean isFinished() {
-            return attached == FINISHED;
-        }
-
-        @SuppressWarnings("unchecked")
-        private boolean attach(T op) {
-            for (;;) {
-                Attached<T> current = attached;
-                if (current == FINISHED) {
-                    return false;
-                }
-                if (ATTACHED.compareAndSet(this, current, new Attached<>(op, current))) {
-                    return true;
-                }
-            }
-        }
-
-        // The operations attached, in the order they were attached; none can be attached afterwards.
-        @SuppressWarnings("unchecked")
-        private List<T> finish() {
-            Attached<T> chain = ATTACHED.getAndSet(this, FINISHED);
-            write = null;
-            if (chain == null || chain == FINISHED) {
-                return Collections.emptyList();
-            }
-            ArrayList<T> ops = new ArrayList<>();
-            for (Attached<T> a = chain; a != null; a = a.next) {
-                ops.add(a.op);
-            }
-            Collections.reverse(ops);
-            return ops;
-        }
-    }
-
-    private static final class Attached<T> {
-        final T op;
-        final Attached<T> next;
-
-        Attached(T op, Attached<T> next) {
-            this.op = op;
-            this.next = next;
-        }
     }
 
     private final Deque<T> ops;
     private final Predicate<T> isBarrier;
-    // Changed only under the queue monitor; a write in it is finished without (InFlightWrite).
+    // Guarded by its own monitor too (see the class comment).
     private final Deque<InFlightWrite<T>> inFlight = new ArrayDeque<>();
-    // Registry size at which finished writes behind an unfinished one are swept: then twice what the sweep left,
-    // so that the registry holds no more than twice the writes unfinished at the last sweep, or 64.
-    private static final int MIN_SWEEP_AT = 64;
-    private int sweepAt = MIN_SWEEP_AT;
     private final List<Runnable> afterBarrier = new ArrayList<>();
     private boolean barrierInFlight;
     private boolean headWaitsForWrites;
@@ -265,31 +201,20 @@ final class MarkDeleteQueue<T> {
         headWaitsForWrites = true;
     }
 
-    /**
-     * Records an issued write and the operations whose state it holds (sequence numbers up to coveredSeq);
-     * returns it, for {@link #ackWriteFinished}.
-     */
-    InFlightWrite<T> writeStarted(T write, Position position, long coveredSeq) {
-        return writeStarted(write, position, coveredSeq, Collections.emptyList());
+    /** Records an issued write and the operations whose state it holds (sequence numbers up to coveredSeq). */
+    void writeStarted(T write, Position position, long coveredSeq) {
+        writeStarted(write, position, coveredSeq, Collections.emptyList());
     }
 
     /** As {@link #writeStarted(Object, Position, long)}, with operations that complete with this write. */
-    InFlightWrite<T> writeStarted(T write, Position position, long coveredSeq, List<T> waiters) {
+    void writeStarted(T write, Position position, long coveredSeq, List<T> waiters) {
         InFlightWrite<T> w = new InFlightWrite<>(write, position, coveredSeq);
-        for (T op : waiters) {
-            w.attach(op);
+        if (!waiters.isEmpty()) {
+            w.waiters = new ArrayList<>(waiters);
         }
-        // Finished writes leave from the head, as writes complete in the order they were issued. The ones
-        // behind a write that does not (one falling back to the metadata store) are swept when they grow.
-        while (!inFlight.isEmpty() && inFlight.peekFirst().isFinished()) {
-            inFlight.pollFirst();
+        synchronized (inFlight) {
+            inFlight.addLast(w);
         }
-        if (inFlight.size() >= sweepAt) {
-            inFlight.removeIf(InFlightWrite::isFinished);
-            sweepAt = Math.max(MIN_SWEEP_AT, 2 * inFlight.size());
-        }
-        inFlight.addLast(w);
-        return w;
     }
 
     /**
@@ -297,62 +222,73 @@ final class MarkDeleteQueue<T> {
      * position at or after the operation's, issued after the operation was applied.
      */
     boolean attachToCoveringWrite(T op, Position position, long seq) {
-        Iterator<InFlightWrite<T>> it = inFlight.descendingIterator();
-        while (it.hasNext()) {
-            InFlightWrite<T> w = it.next();
-            if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0 && w.attach(op)) {
-                return true;
+        synchronized (inFlight) {
+            Iterator<InFlightWrite<T>> it = inFlight.descendingIterator();
+            while (it.hasNext()) {
+                InFlightWrite<T> w = it.next();
+                if (w.coveredSeq >= seq && w.position.compareTo(position) >= 0) {
+                    if (w.waiters == null) {
+                        w.waiters = new ArrayList<>();
+                    }
+                    w.waiters.add(op);
+                    return true;
+                }
             }
+            return false;
         }
-        return false;
     }
 
     /** Whether a write issued after the operation with sequence number {@code seq} was applied is in flight. */
     boolean writeInFlightCovering(long seq) {
-        for (InFlightWrite<T> w : inFlight) {
-            if (w.coveredSeq >= seq && !w.isFinished()) {
-                return true;
+        synchronized (inFlight) {
+            for (InFlightWrite<T> w : inFlight) {
+                if (w.coveredSeq >= seq) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Forgets a completed ack write (durable or failed) and returns the operations attached to it, whose
+     * outcome is the write's. Called without the queue monitor: leaving the writes in flight is all an ack
+     * write changes here, so a thread holding the queue monitor can find the write in flight for one
+     * operation and gone for the next (attached to it, then deferred). Both are safe: draining is decided
+     * by the writes' count in flight, which still includes this write, so nothing that waits for the
+     * writes to drain (a barrier above all) starts before its completion has lowered that count.
+     */
+    List<T> ackWriteFinished(T write) {
+        synchronized (inFlight) {
+            InFlightWrite<T> oldest = inFlight.peekFirst();
+            if (oldest != null && oldest.write == write) {
+                // Writes mostly complete in the order they were issued.
+                inFlight.pollFirst();
+                return oldest.waiters != null ? oldest.waiters : Collections.emptyList();
+            }
+            for (Iterator<InFlightWrite<T>> it = inFlight.iterator(); it.hasNext(); ) {
+                InFlightWrite<T> w = it.next();
+                if (w.write == write) {
+                    it.remove();
+                    return w.waiters != null ? w.waiters : Collections.emptyList();
+                }
             }
         }
-        return false;
+        return Collections.emptyList();
     }
 
     /**
-     * Finishes a completed ack write (durable or failed) and returns the operations attached to it, whose
-     * outcome is the write's. Called without the queue monitor, so a thread holding it can find the write in
-     * flight for one operation and finished for the next (attached to it, then deferred). Both are safe:
-     * draining is decided by the writes' count in flight, which still includes this write, so nothing that
-     * waits for the writes to drain (a barrier above all) starts before its completion has lowered that count.
-     */
-    List<T> ackWriteFinished(InFlightWrite<T> write) {
-        return write.finish();
-    }
-
-    /**
-     * Finishes a completed write (durable or failed) and returns the operations attached to it, whose
+     * Forgets a completed write (durable or failed) and returns the operations attached to it, whose
      * outcome is the write's. When the write was the barrier's, releases what waited for it.
      */
     List<T> writeFinished(T write, boolean wasBarrier, List<Runnable> afterBarrierOut) {
-        List<T> waiters = Collections.emptyList();
-        for (Iterator<InFlightWrite<T>> it = inFlight.iterator(); it.hasNext(); ) {
-            InFlightWrite<T> w = it.next();
-            if (!w.isFinished() && w.write == write) {
-                it.remove();
-                waiters = w.finish();
-                break;
-            }
-        }
+        List<T> waiters = ackWriteFinished(write);
         if (wasBarrier && barrierInFlight) {
             barrierInFlight = false;
             afterBarrierOut.addAll(afterBarrier);
             afterBarrier.clear();
         }
         return waiters;
-    }
-
-    // Entries in the registry of writes in flight, finished ones not yet forgotten included (tests).
-    int writesInRegistry() {
-        return inFlight.size();
     }
 
     /** Runs {@code action} (outside the monitor, by the caller) once the barrier in flight completes. */

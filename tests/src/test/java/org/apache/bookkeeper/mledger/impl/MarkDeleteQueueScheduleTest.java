@@ -84,7 +84,6 @@ public class MarkDeleteQueueScheduleTest {
     private static final class Write {
         final Op entry;
         final long coveredSeq;
-        MarkDeleteQueue.InFlightWrite<Op> handle;
 
         Write(Op entry, long coveredSeq) {
             this.entry = entry;
@@ -220,7 +219,7 @@ public class MarkDeleteQueueScheduleTest {
         void issue(Op write) {
             Write w = new Write(write, seq);
             inFlight.addLast(w);
-            w.handle = queue.writeStarted(write, write.pos(), w.coveredSeq);
+            queue.writeStarted(write, write.pos(), w.coveredSeq);
         }
 
         // Completion, as in ManagedCursorImpl#completeMarkDeleteWrite: in append order, but now and then a
@@ -237,9 +236,7 @@ public class MarkDeleteQueueScheduleTest {
                 unfinishedBarrier = null;
             }
             List<Runnable> after = new ArrayList<>();
-            // An ack write finishes through its handle without the queue monitor, as the cursor's does.
-            List<Op> attached = barrier ? queue.writeFinished(w.entry, true, after)
-                    : queue.ackWriteFinished(w.handle);
+            List<Op> attached = queue.writeFinished(w.entry, barrier, after);
             if (!barrier) {
                 fire(w.entry, w, !fail);
             }
