@@ -21,6 +21,7 @@ package org.apache.bookkeeper.mledger.impl;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.Position;
 
@@ -43,21 +44,34 @@ final class AcceptedNotDurable<T> {
         final T op;
         final long seq;
         final AppliedAck ack;
+        // A durable record left it out only for its caps: it waits for a record that is not cut below it
+        // (the holes below it close), not for a write of its own, which would be cut the same way.
+        boolean pastCap;
 
-        Held(T op, long seq, AppliedAck ack) {
+        Held(T op, long seq, AppliedAck ack, boolean pastCap) {
             this.op = op;
             this.seq = seq;
             this.ack = ack;
+            this.pastCap = pastCap;
         }
     }
 
     private List<Held<T>> held = new ArrayList<>();
     // The size of held, for a completing write that does not take the monitor when nothing is held.
     private volatile int count;
+    // Kept so that a write asks whether a held ack needs it in O(1): most held acks wait for a write.
+    private int pastCapCount;
 
     void add(T op, long seq, AppliedAck ack) {
-        held.add(new Held<>(op, seq, ack));
+        add(op, seq, ack, false);
+    }
+
+    void add(T op, long seq, AppliedAck ack, boolean pastCap) {
+        held.add(new Held<>(op, seq, ack, pastCap));
         count = held.size();
+        if (pastCap) {
+            pastCapCount++;
+        }
     }
 
     /**
@@ -77,13 +91,36 @@ final class AcceptedNotDurable<T> {
         return held.size();
     }
 
+    /** How many held acks wait only for a record that the caps do not cut below them. */
+    int pastCapCount() {
+        return pastCapCount;
+    }
+
+    /** Whether a write of the current state would hold a held ack: one is not past the caps. */
+    boolean waitsForWrite() {
+        return held.size() > pastCapCount;
+    }
+
     /**
-     * Removes and returns the acks that a durable write of {@code written}, covering sequence numbers up
-     * to {@code coveredSeq}, contains, given the mark-delete position {@code markDeleteAfter} when it
-     * completed. One pass: the list can hold many acks and this runs under the cursor's queue monitor.
+     * Removes and returns the acks that a durable record contains: written at mark-delete position
+     * {@code written} with {@code writtenProperties}, covering sequence numbers up to {@code coveredSeq},
+     * given the mark-delete position {@code markDeleteAfter} when it completed, and cut at the caps above
+     * {@code heldUpTo} (null: not cut). An ack the record left out only for the caps is marked past them; one
+     * it holds is no longer. One pass: the list can hold many acks and this runs under the cursor's queue
+     * monitor.
      */
-    List<T> heldBy(Position written, long coveredSeq, Position markDeleteAfter) {
-        return removeIf(h -> h.seq <= coveredSeq && h.ack.heldBy(written, markDeleteAfter));
+    List<T> heldBy(Position written, Map<String, Long> writtenProperties, long coveredSeq, Position markDeleteAfter,
+                   Position heldUpTo) {
+        if (heldUpTo != null) {
+            for (Held<T> h : held) {
+                if (h.seq <= coveredSeq && !h.pastCap && h.ack.pastCapOf(written, markDeleteAfter, heldUpTo)) {
+                    h.pastCap = true;
+                    pastCapCount++;
+                }
+            }
+        }
+        return removeIf(h -> h.seq <= coveredSeq
+                && h.ack.heldBy(written, writtenProperties, markDeleteAfter, heldUpTo));
     }
 
     /** Removes and returns the acks applied before the reset whose state change began {@code generation}. */
@@ -91,13 +128,46 @@ final class AcceptedNotDurable<T> {
         return removeIf(h -> h.ack.resetGeneration < generation);
     }
 
+    /**
+     * Removes and returns the acks past the caps beyond the {@code limit} oldest of them. Such an ack waits
+     * for holes below it to close, which may never happen (a consumer that never acks them): the bound keeps
+     * the list, and the pass each durable write makes over it, finite.
+     */
+    List<T> takePastCapBeyond(int limit) {
+        if (pastCapCount <= limit) {
+            return Collections.emptyList();
+        }
+        List<T> taken = new ArrayList<>();
+        for (int i = held.size() - 1; i >= 0 && pastCapCount > limit; i--) {
+            Held<T> h = held.get(i);
+            if (h.pastCap) {
+                taken.add(h.op);
+                held.remove(i);
+                pastCapCount--;
+            }
+        }
+        count = held.size();
+        Collections.reverse(taken);
+        return taken;
+    }
+
     /** Removes and returns every held ack (close). */
     List<T> drain() {
         return removeIf(h -> true);
     }
 
+    private boolean anyMatches(Predicate<Held<T>> settled) {
+        for (Held<T> h : held) {
+            if (settled.test(h)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private List<T> removeIf(Predicate<Held<T>> settled) {
-        if (held.isEmpty()) {
+        if (held.isEmpty() || !anyMatches(settled)) {
+            // The common pass over acks that stay held allocates nothing.
             return Collections.emptyList();
         }
         List<T> removed = new ArrayList<>();
@@ -105,6 +175,9 @@ final class AcceptedNotDurable<T> {
         for (Held<T> h : held) {
             if (settled.test(h)) {
                 removed.add(h.op);
+                if (h.pastCap) {
+                    pastCapCount--;
+                }
             } else {
                 kept.add(h);
             }

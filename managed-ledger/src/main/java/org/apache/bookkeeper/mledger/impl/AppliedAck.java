@@ -18,6 +18,7 @@
  */
 package org.apache.bookkeeper.mledger.impl;
 
+import java.util.Map;
 import org.apache.bookkeeper.mledger.AsyncCallbacks.DeleteCallback;
 import org.apache.bookkeeper.mledger.AsyncCallbacks.MarkDeleteCallback;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
@@ -39,23 +40,27 @@ final class AppliedAck implements MarkDeleteCallback {
     private final DeleteCallback deleteDelegate;
     private final Position first;
     private final Position last;
+    // A mark-delete's own properties (null: it inherits the cursor's, or it is an individual delete).
+    private final Map<String, Long> properties;
     final long resetGeneration;
 
     private AppliedAck(MarkDeleteCallback delegate, DeleteCallback deleteDelegate, Position first, Position last,
-                       long resetGeneration) {
+                       Map<String, Long> properties, long resetGeneration) {
         this.delegate = delegate;
         this.deleteDelegate = deleteDelegate;
         this.first = first;
         this.last = last;
+        this.properties = properties;
         this.resetGeneration = resetGeneration;
     }
 
-    static AppliedAck markDelete(MarkDeleteCallback delegate, Position position, long resetGeneration) {
-        return new AppliedAck(delegate, null, null, position, resetGeneration);
+    static AppliedAck markDelete(MarkDeleteCallback delegate, Position position, Map<String, Long> properties,
+                                 long resetGeneration) {
+        return new AppliedAck(delegate, null, null, position, properties, resetGeneration);
     }
 
     static AppliedAck individual(DeleteCallback delegate, Position first, Position last, long resetGeneration) {
-        return new AppliedAck(null, delegate, first, last, resetGeneration);
+        return new AppliedAck(null, delegate, first, last, null, resetGeneration);
     }
 
     /** The ack behind a queued operation's callback, or null for the cursor's own writes. */
@@ -64,18 +69,44 @@ final class AppliedAck implements MarkDeleteCallback {
     }
 
     /**
-     * Whether a durable write of mark-delete position {@code written}, issued after this ack was applied
-     * and completed when the mark-delete position was {@code markDeleteAfter}, contains this ack.
+     * Whether a durable record of mark-delete position {@code written} with {@code writtenProperties}, issued
+     * after this ack was applied and completed when the mark-delete position was {@code markDeleteAfter},
+     * contains this ack.
      *
      * <p>The write serialized the ranges live, after the ack was applied: an acknowledged position above
      * {@code written} was in them unless the mark-delete position had passed it by then, which it can only
      * have done up to {@code markDeleteAfter} (no reset runs while a write is in flight). A write at or
-     * past {@code markDeleteAfter} therefore contains every ack applied before it.
+     * past {@code markDeleteAfter} therefore contains every ack applied before it, within two limits:
+     * <ul>
+     * <li>the caps ({@code maxUnackedRangesToPersist}, {@code maxBatchDeletedIndexToPersist}) cut the ranges
+     * and batch indexes above {@code heldUpTo} (null: not cut); they are serialized lowest first, so an ack up
+     * to that bound is in the record whole and one past it not at all;</li>
+     * <li>a mark-delete the written position is behind is held only as the range that position absorbed,
+     * with the properties of the written, older position: a mark-delete that came with properties of its
+     * own (the compaction cursor's compacted ledger, deduplication's sequence ids) is held only if they are
+     * the same.</li>
+     * </ul>
      */
-    boolean heldBy(Position written, Position markDeleteAfter) {
-        return last.compareTo(written) <= 0
-                || written.compareTo(markDeleteAfter) >= 0
-                || (first != null && first.compareTo(markDeleteAfter) > 0);
+    boolean heldBy(Position written, Map<String, Long> writtenProperties, Position markDeleteAfter,
+                   Position heldUpTo) {
+        if (last.compareTo(written) <= 0) {
+            return true;
+        }
+        return (properties == null || properties.equals(writtenProperties))
+                && serializedBy(written, markDeleteAfter) && (heldUpTo == null || last.compareTo(heldUpTo) <= 0);
+    }
+
+    /**
+     * Whether the record would hold this ack but for its caps: the next record that is not cut below it
+     * does, so it needs no write of its own (one would be cut the same way).
+     */
+    boolean pastCapOf(Position written, Position markDeleteAfter, Position heldUpTo) {
+        return heldUpTo != null && last.compareTo(written) > 0 && last.compareTo(heldUpTo) > 0
+                && serializedBy(written, markDeleteAfter);
+    }
+
+    private boolean serializedBy(Position written, Position markDeleteAfter) {
+        return written.compareTo(markDeleteAfter) >= 0 || (first != null && first.compareTo(markDeleteAfter) > 0);
     }
 
     /** Whether a durable record of mark-delete position {@code markDelete} holds this ack, whenever written. */

@@ -22,7 +22,9 @@ import static org.awaitility.Awaitility.await;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.MockBookKeeperAddGate;
@@ -34,8 +36,9 @@ import org.testng.annotations.Test;
 /**
  * What a cursor record holds, one step away from the reset and throttling fixes: a reset's record holds
  * no ack it cleared, a write completes only the acks it contains, a queued reset survives a transient
- * write failure, a closed cursor keeps its batch-index acks, and a cursor ledger whose first record failed
- * is not switched to. Each test checks that a restart after a crash recovers what was reported complete.
+ * write failure, a closed cursor keeps its batch-index acks, a cursor ledger whose first record failed
+ * is not switched to, an ack past the record's range cap waits for a record that holds it, and a
+ * mark-delete completes only with a record that carries its properties. Each test checks that a restart after a crash recovers what was reported complete.
  */
 public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
     private static final ManagedLedgerConfig CONFIG = new ManagedLedgerConfig();
@@ -193,5 +196,70 @@ public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
         assertTrue(recovered.isMessageDeleted(c.p.get(7)), "delete(p7) reported complete, lost in a crash");
         nextWrite.complete(null);
         await().atMost(WAIT).until(ack.done::isDone);
+    }
+
+    /**
+     * Ten holes acked one by one with a cap of five persisted ranges: every delete reported complete must
+     * be deleted after a crash. The deletes past the cap complete once the holes below them close.
+     */
+    @Test(timeOut = 60_000)
+    public void testDeletePastTheRangeCapIsNotReportedComplete() throws Exception {
+        // A topic's persistence name: the truncation metric's attributes are named after it.
+        String name = "public/default/persistent/range-cap";
+        ManagedLedgerConfig config = new ManagedLedgerConfig().setMaxUnackedRangesToPersist(5);
+        ManagedLedger ledger = factory.open(name, config);
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = addEntries(ledger, cursor, 21);
+        List<Recorded> deletes = new ArrayList<>();
+        for (int hole = 1; hole < 20; hole += 2) {
+            Recorded delete = new Recorded(cursor);
+            deletes.add(delete);
+            cursor.asyncDelete(p.get(hole), delete, null);
+            await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+        }
+        ManagedCursorImpl recovered = crashAndRecover(name, "c1", config);
+        for (int i = 0; i < deletes.size(); i++) {
+            if (deletes.get(i).succeeded()) {
+                assertTrue(recovered.isMessageDeleted(p.get(2 * i + 1)),
+                        "delete(p" + (2 * i + 1) + ") reported complete, lost in a crash");
+            }
+        }
+
+        cursor.markDelete(p.get(18));
+        await().atMost(WAIT).until(() -> deletes.stream().allMatch(d -> d.done.isDone()));
+        assertTrue(deletes.stream().allMatch(Recorded::succeeded));
+        assertDeletedUpTo(crashAndRecover(name, "c1", config), p, 19, "after the holes closed");
+    }
+
+    /**
+     * markDelete(p1, {k=1}) is durable; a flush queues a write of p1 behind a read; a throttled
+     * markDelete(p6, {k=6}) comes after. The p1 record holds p6 only as an absorbed range, with {k=1}: it
+     * must not complete the mark-delete whose properties it lacks.
+     */
+    @Test(timeOut = 60_000)
+    public void testMarkDeleteIsNotCompletedByARecordWithoutItsProperties() throws Exception {
+        String name = "properties-absorbed";
+        ManagedLedger ledger = factory.open(name, THROTTLED);
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = addEntries(ledger, cursor, 10);
+        cursor.markDelete(p.get(1), Map.of("k", 1L));
+        Recorded delete = new Recorded(cursor);
+        Recorded markDelete = new Recorded(cursor);
+        CompletableFuture<Void> read = holdOneRead(cursor);
+        cursor.asyncDelete(p.get(5), delete, null);
+        cursor.flush();
+        cursor.asyncMarkDelete(p.get(6), Map.of("k", 6L), markDelete, null);
+        read.complete(null);
+        await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+
+        if (markDelete.succeeded()) {
+            assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L),
+                    "markDelete(p6, {k=6}) reported complete, its properties lost in a crash");
+        }
+        cursor.flush();
+        await().atMost(WAIT).until(() -> markDelete.done.isDone() && delete.done.isDone());
+        assertTrue(markDelete.succeeded());
+        assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L));
+        assertEquals(markDelete.violations, List.of());
     }
 }
