@@ -1,0 +1,252 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.pulsar.broker.service.persistent;
+
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.assertTrue;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.Logger;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Property;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+/**
+ * The resend delay after a refusal on its own, on every line: a manual scheduler (the test runs what is due) and
+ * a manual clock.
+ */
+public class ReplicationRetryBackoffTest {
+    private static final Position E2 = PositionFactory.create(12, 2);
+    private static final Position E3 = PositionFactory.create(12, 3);
+    private static final Position E4 = PositionFactory.create(12, 4);
+    private static final Position E5 = PositionFactory.create(12, 5);
+    private static final String TOO_LARGE = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException:"
+            + " Message size is larger than max message size";
+
+    /** A task scheduled with its delay; the test runs it. */
+    private record Scheduled(Runnable task, long delayMillis) {
+    }
+
+    private final List<Scheduled> scheduled = new ArrayList<>();
+    private final AtomicLong now = new AtomicLong(1_000_000);
+    private final AtomicBoolean running = new AtomicBoolean(true);
+    private final List<LogEvent> events = new CopyOnWriteArrayList<>();
+    private AbstractAppender appender;
+    private Logger logger;
+    private Level levelBefore;
+    private ReplicationRetryBackoff backoff;
+
+    @BeforeMethod(alwaysRun = true)
+    public void setUp() {
+        scheduled.clear();
+        events.clear();
+        running.set(true);
+        backoff = new ReplicationRetryBackoff("repl-test", "r2",
+                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get);
+        logger = (Logger) LogManager.getLogger(ReplicationRetryBackoff.class);
+        levelBefore = logger.getLevel();
+        logger.setLevel(Level.INFO);
+        appender = new AbstractAppender("retry-backoff-capture", null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent event) {
+                events.add(event.toImmutable());
+            }
+        };
+        appender.start();
+        logger.addAppender(appender);
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() {
+        logger.removeAppender(appender);
+        appender.stop();
+        logger.setLevel(levelBefore);
+    }
+
+    // Runs the task scheduled last (exactly one must be waiting) after its delay has passed.
+    private long runDue() {
+        assertEquals(scheduled.size(), 1, "one retry scheduled");
+        Scheduled due = scheduled.remove(0);
+        now.addAndGet(due.delayMillis());
+        due.task().run();
+        return due.delayMillis();
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void delaysDoubleFrom100MillisUpToOneMinute() {
+        AtomicInteger resends = new AtomicInteger();
+        List<Long> delays = new ArrayList<>();
+        for (int i = 0; i < 13; i++) {
+            long delay = backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+            assertEquals(resends.get(), i, "no resend before its delay has passed");
+            assertTrue(backoff.isRetryPending());
+            assertEquals(runDue(), delay);
+            assertEquals(resends.get(), i + 1);
+            delays.add(delay);
+        }
+        assertEquals(delays, List.of(100L, 200L, 400L, 800L, 1_600L, 3_200L, 6_400L, 12_800L, 25_600L, 51_200L,
+                60_000L, 60_000L, 60_000L));
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getHeldPosition(), E3);
+        assertEquals(backoff.getAttempts(), 13);
+        assertEquals(backoff.getHeldSinceMillis(), 1_000_000L);
+        assertEquals(backoff.getLastReason(), TOO_LARGE);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void refusalsWhileARetryIsScheduledJoinIt() {
+        List<String> resends = new ArrayList<>();
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, () -> resends.add("E3")), 100L);
+        // The fence refuses the sends that were in flight behind E3: no timer of their own, no longer delay.
+        assertEquals(backoff.onRefusal(E4, "Fenced behind a refused replicated message", () -> resends.add("E4")),
+                -1L);
+        assertEquals(backoff.onRefusal(E5, "Fenced behind a refused replicated message", () -> resends.add("E5")),
+                -1L);
+        assertEquals(scheduled.size(), 1);
+        assertTrue(resends.isEmpty());
+        runDue();
+        assertEquals(resends, List.of("E3", "E4", "E5"));
+        assertFalse(backoff.isRetryPending());
+        assertEquals(backoff.getAttempts(), 1);
+        assertEquals(backoff.getHeldPosition(), E3, "the first refused position is held, not the fenced ones");
+        assertEquals(backoff.getNextDelayMillis(), 200L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aStoredMessageAtOrAfterTheHeldPositionResetsTheDelay() {
+        for (int i = 0; i < 5; i++) {
+            backoff.onRefusal(E3, TOO_LARGE, () -> { });
+            runDue();
+        }
+        assertEquals(backoff.getNextDelayMillis(), 3_200L);
+        // A receipt for a message sent before the refused one does not end the hold.
+        backoff.onSuccess(E2);
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 3_200L);
+        backoff.onSuccess(E3);
+        assertFalse(backoff.isHeld());
+        assertNull(backoff.getHeldPosition());
+        assertEquals(backoff.getAttempts(), 0);
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+        // A later refusal starts again at 100 ms.
+        assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
+        assertEquals(backoff.getHeldPosition(), E4);
+        runDue();
+        // A later position stored (the held entry was skipped by an operator) ends it too.
+        backoff.onSuccess(E5);
+        assertFalse(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aReleasedEntryResetsTheDelay() {
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        runDue();
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        runDue();
+        backoff.released("the entry was skipped or expired on the source");
+        assertFalse(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+        assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aRetryThatComesDueAfterTheReplicatorClosedDoesNothing() {
+        AtomicInteger resends = new AtomicInteger();
+        backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+        backoff.onRefusal(E4, TOO_LARGE, resends::incrementAndGet);
+        backoff.close();
+        runDue();
+        assertEquals(resends.get(), 0, "a closed replicator's pending retry must not start reads again");
+        assertFalse(backoff.isRetryPending());
+        // Nothing is scheduled after close.
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet), -1L);
+        assertTrue(scheduled.isEmpty());
+        assertEquals(resends.get(), 0);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aRetryThatComesDueAfterTheReplicatorTerminatedDoesNothing() {
+        AtomicInteger resends = new AtomicInteger();
+        backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+        // Terminating: the state check the replicator gives says no when the timer fires.
+        running.set(false);
+        runDue();
+        assertEquals(resends.get(), 0);
+        assertFalse(backoff.isRetryPending());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
+        ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
+            throw new RejectedExecutionException("shutting down");
+        }, now::get, running::get);
+        assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
+        assertFalse(shuttingDown.isRetryPending());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void logsAreBoundedWhileHeldAndCarryNoStackTrace() {
+        // Ten minutes held: a refusal per round, plus the fenced sends joining the first round.
+        long start = now.get();
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        for (int i = 0; i < 50; i++) {
+            backoff.onRefusal(PositionFactory.create(12, 4 + i), "Fenced behind a refused replicated message",
+                    () -> { });
+        }
+        runDue();
+        while (now.get() - start < 600_000) {
+            backoff.onRefusal(E3, TOO_LARGE, () -> { });
+            runDue();
+        }
+        long heldMillis = now.get() - start;
+        backoff.onSuccess(E3);
+
+        long held = events.stream().filter(e -> e.getLevel() == Level.WARN
+                && e.getMessage().getFormattedMessage().contains("is held at source position 12:3")).count();
+        long summaries = events.stream().filter(e -> e.getLevel() == Level.WARN
+                && e.getMessage().getFormattedMessage().contains("still held at source position 12:3")).count();
+        long resumed = events.stream().filter(e -> e.getLevel() == Level.INFO
+                && e.getMessage().getFormattedMessage().contains("resumed")).count();
+        assertEquals(held, 1L, "one WARN when the topic becomes held");
+        assertTrue(summaries >= 1 && summaries <= heldMillis / ReplicationRetryBackoff.SUMMARY_INTERVAL_MILLIS,
+                "at most one summary a minute: " + summaries + " in " + heldMillis + " ms");
+        assertEquals(resumed, 1L, "one INFO when it resumes");
+        assertEquals(events.size(), held + summaries + resumed, "nothing else at INFO or above: " + events);
+        assertTrue(events.stream().noneMatch(e -> e.getThrown() != null), "no stack trace for a refusal");
+        String first = events.get(0).getMessage().getFormattedMessage();
+        assertTrue(first.contains("r2") && first.contains(TOO_LARGE) && first.contains("Releasing a held entry"),
+                first);
+    }
+}
