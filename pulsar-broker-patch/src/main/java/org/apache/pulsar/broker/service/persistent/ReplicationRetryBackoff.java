@@ -20,6 +20,7 @@ package org.apache.pulsar.broker.service.persistent;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -57,6 +58,10 @@ public class ReplicationRetryBackoff {
     public static final long MAX_DELAY_MILLIS = TimeUnit.SECONDS.toMillis(60);
     /** At most one summary line per this interval while a topic stays held. */
     public static final long SUMMARY_INTERVAL_MILLIS = TimeUnit.SECONDS.toMillis(60);
+    /** stats-internal property (on the replicator cursor) of the held position: since when, epoch ms. */
+    public static final String HELD_SINCE_PREFIX = "pulsar.replication.retry.heldSince.";
+    /** stats-internal property (on the replicator cursor) of the held position: the resends scheduled. */
+    public static final String ATTEMPTS_PREFIX = "pulsar.replication.retry.attempts.";
     /** A reason is cut to this length. */
     static final int MAX_REASON_LENGTH = 256;
 
@@ -234,14 +239,15 @@ public class ReplicationRetryBackoff {
     }
 
     /**
-     * The held entry is no longer to be sent (an operator skipped it, it expired, or it is held for the operator
-     * after a duplicate receipt): the delay is reset, the replicator no longer sends one message at a time.
+     * The entry at {@code position} is no longer to be sent (an operator skipped it, it expired, or it is held for
+     * the operator after a duplicate receipt): if it is the held one, the delay is reset and the replicator no
+     * longer sends one message at a time.
      */
-    public void released(String why) {
+    public void released(Position position, String why) {
         Position held;
         synchronized (this) {
             held = heldPosition;
-            if (held == null) {
+            if (held == null || !held.equals(position)) {
                 return;
             }
             reset();
@@ -288,6 +294,19 @@ public class ReplicationRetryBackoff {
 
     public synchronized String getLastReason() {
         return lastReason;
+    }
+
+    /**
+     * What stats-internal shows on the replicator cursor while held: {@link #HELD_SINCE_PREFIX} and
+     * {@link #ATTEMPTS_PREFIX} followed by {@code <ledgerId>:<entryId>} of the held position; empty while not held.
+     */
+    public synchronized Map<String, Long> heldStats() {
+        Position held = heldPosition;
+        if (held == null) {
+            return Map.of();
+        }
+        String at = held.getLedgerId() + ":" + held.getEntryId();
+        return Map.of(HELD_SINCE_PREFIX + at, heldSinceMillis, ATTEMPTS_PREFIX + at, (long) attempts);
     }
 
     /** The delay the next refusal's retry will wait. */

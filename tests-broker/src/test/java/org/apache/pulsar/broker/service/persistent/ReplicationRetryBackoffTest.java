@@ -25,6 +25,7 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -71,6 +72,7 @@ public class ReplicationRetryBackoffTest {
     public void setUp() {
         scheduled.clear();
         events.clear();
+        now.set(1_000_000);
         running.set(true);
         backoff = new ReplicationRetryBackoff("repl-test", "r2",
                 (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get);
@@ -122,6 +124,10 @@ public class ReplicationRetryBackoffTest {
         assertEquals(backoff.getAttempts(), 13);
         assertEquals(backoff.getHeldSinceMillis(), 1_000_000L);
         assertEquals(backoff.getLastReason(), TOO_LARGE);
+        assertEquals(backoff.heldStats(), Map.of("pulsar.replication.retry.heldSince.12:3", 1_000_000L,
+                "pulsar.replication.retry.attempts.12:3", 13L));
+        backoff.onSuccess(E3);
+        assertTrue(backoff.heldStats().isEmpty());
     }
 
     @Test(groups = FORK_ONLY)
@@ -175,7 +181,11 @@ public class ReplicationRetryBackoffTest {
         runDue();
         backoff.onRefusal(E3, TOO_LARGE, () -> { });
         runDue();
-        backoff.released("the entry was skipped or expired on the source");
+        // Another entry released: E3 stays held.
+        backoff.released(E4, "held for an operator");
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 400L);
+        backoff.released(E3, "the entry was skipped or expired on the source");
         assertFalse(backoff.isHeld());
         assertEquals(backoff.getNextDelayMillis(), 100L);
         assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
