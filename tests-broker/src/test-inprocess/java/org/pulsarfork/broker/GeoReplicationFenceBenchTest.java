@@ -249,6 +249,10 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
             PersistentReplicator replicator = (PersistentReplicator) ((PersistentTopic) pulsar1.getBrokerService()
                     .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getReplicators().get(cluster2);
             int attempts = replicator.getRetryBackoff().getAttempts();
+            System.out.printf("[backoff] %s: %d rewinds in the first %d s, %d in %d s, %d resends of E3,"
+                    + " %d ERROR lines%n",
+                    localName, rewindsAlone, half.toSeconds(), rewindsInWindow, half.multipliedBy(2).toSeconds(),
+                    attempts, errors.get());
             assertTrue(attempts >= 5 && attempts <= 10, attempts + " resends of E3 in " + half.multipliedBy(2));
             assertEquals(errors.get(), 0, "no ERROR for an expected refusal");
             // stats-internal shows the held position, since when and the resends on the replicator cursor.
