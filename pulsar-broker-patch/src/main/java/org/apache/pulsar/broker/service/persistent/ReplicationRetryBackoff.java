@@ -75,6 +75,7 @@ public class ReplicationRetryBackoff {
     private final Scheduler scheduler;
     private final LongSupplier clock;
     private final BooleanSupplier running;
+    private final Logger log;
 
     // The first source position refused since the last successful send at or after it; null while not held.
     private volatile Position heldPosition;
@@ -95,16 +96,17 @@ public class ReplicationRetryBackoff {
     public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
                                    BooleanSupplier running) {
         this(replicatorId, remoteCluster, (task, delayMillis) -> executor.schedule(task, delayMillis,
-                TimeUnit.MILLISECONDS), System::currentTimeMillis, running);
+                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, LOG);
     }
 
     ReplicationRetryBackoff(String replicatorId, String remoteCluster, Scheduler scheduler, LongSupplier clock,
-                            BooleanSupplier running) {
+                            BooleanSupplier running, Logger log) {
         this.replicatorId = replicatorId;
         this.remoteCluster = remoteCluster;
         this.scheduler = scheduler;
         this.clock = clock;
         this.running = running;
+        this.log = log;
     }
 
     /**
@@ -323,5 +325,5 @@ public class ReplicationRetryBackoff {
         return value.length() <= MAX_REASON_LENGTH ? value : value.substring(0, MAX_REASON_LENGTH);
     }
 
-    private static final Logger log = LoggerFactory.getLogger(ReplicationRetryBackoff.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicationRetryBackoff.class);
 }

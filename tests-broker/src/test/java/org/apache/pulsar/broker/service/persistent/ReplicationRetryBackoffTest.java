@@ -18,28 +18,25 @@
  */
 package org.apache.pulsar.broker.service.persistent;
 
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.mockingDetails;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
-import org.apache.logging.log4j.Level;
-import org.apache.logging.log4j.LogManager;
-import org.apache.logging.log4j.core.LogEvent;
-import org.apache.logging.log4j.core.Logger;
-import org.apache.logging.log4j.core.appender.AbstractAppender;
-import org.apache.logging.log4j.core.config.Property;
-import org.testng.annotations.AfterMethod;
+import org.mockito.invocation.Invocation;
+import org.slf4j.Logger;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
@@ -62,38 +59,43 @@ public class ReplicationRetryBackoffTest {
     private final List<Scheduled> scheduled = new ArrayList<>();
     private final AtomicLong now = new AtomicLong(1_000_000);
     private final AtomicBoolean running = new AtomicBoolean(true);
-    private final List<LogEvent> events = new CopyOnWriteArrayList<>();
-    private AbstractAppender appender;
-    private Logger logger;
-    private Level levelBefore;
+    // The backoff's logger: the test reads the calls (the same on every line, whatever logging backend it has).
+    private Logger log;
     private ReplicationRetryBackoff backoff;
 
     @BeforeMethod(alwaysRun = true)
     public void setUp() {
         scheduled.clear();
-        events.clear();
         now.set(1_000_000);
         running.set(true);
+        log = mock(Logger.class);
         backoff = new ReplicationRetryBackoff("repl-test", "r2",
-                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get);
-        logger = (Logger) LogManager.getLogger(ReplicationRetryBackoff.class);
-        levelBefore = logger.getLevel();
-        logger.setLevel(Level.INFO);
-        appender = new AbstractAppender("retry-backoff-capture", null, null, true, Property.EMPTY_ARRAY) {
-            @Override
-            public void append(LogEvent event) {
-                events.add(event.toImmutable());
-            }
-        };
-        appender.start();
-        logger.addAppender(appender);
+                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get, log);
     }
 
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() {
-        logger.removeAppender(appender);
-        appender.stop();
-        logger.setLevel(levelBefore);
+    /** A call to the logger at {@code level} (warn, info, ...): its format and its arguments. */
+    private record Line(String level, String format, List<Object> args) {
+    }
+
+    private List<Line> lines() {
+        List<Line> lines = new ArrayList<>();
+        for (Invocation invocation : mockingDetails(log).getInvocations()) {
+            String level = invocation.getMethod().getName();
+            if (level.startsWith("is")) {
+                continue;
+            }
+            Object[] raw = invocation.getRawArguments();
+            List<Object> args = new ArrayList<>();
+            for (int i = 1; i < raw.length; i++) {
+                if (raw[i] instanceof Object[]) {
+                    args.addAll(Arrays.asList((Object[]) raw[i]));
+                } else {
+                    args.add(raw[i]);
+                }
+            }
+            lines.add(new Line(level, (String) raw[0], args));
+        }
+        return lines;
     }
 
     // Runs the task scheduled last (exactly one must be waiting) after its delay has passed.
@@ -221,7 +223,7 @@ public class ReplicationRetryBackoffTest {
     public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
         ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
             throw new RejectedExecutionException("shutting down");
-        }, now::get, running::get);
+        }, now::get, running::get, log);
         assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
         assertFalse(shuttingDown.isRetryPending());
     }
@@ -243,20 +245,21 @@ public class ReplicationRetryBackoffTest {
         long heldMillis = now.get() - start;
         backoff.onSuccess(E3);
 
-        long held = events.stream().filter(e -> e.getLevel() == Level.WARN
-                && e.getMessage().getFormattedMessage().contains("is held at source position 12:3")).count();
-        long summaries = events.stream().filter(e -> e.getLevel() == Level.WARN
-                && e.getMessage().getFormattedMessage().contains("still held at source position 12:3")).count();
-        long resumed = events.stream().filter(e -> e.getLevel() == Level.INFO
-                && e.getMessage().getFormattedMessage().contains("resumed")).count();
+        List<Line> lines = lines();
+        long held = lines.stream().filter(l -> l.level().equals("warn")
+                && l.format().contains("is held at source position")).count();
+        long summaries = lines.stream().filter(l -> l.level().equals("warn")
+                && l.format().contains("still held at source position")).count();
+        long resumed = lines.stream().filter(l -> l.level().equals("info") && l.format().contains("resumed")).count();
         assertEquals(held, 1L, "one WARN when the topic becomes held");
         assertTrue(summaries >= 1 && summaries <= heldMillis / ReplicationRetryBackoff.SUMMARY_INTERVAL_MILLIS,
                 "at most one summary a minute: " + summaries + " in " + heldMillis + " ms");
         assertEquals(resumed, 1L, "one INFO when it resumes");
-        assertEquals(events.size(), held + summaries + resumed, "nothing else at INFO or above: " + events);
-        assertTrue(events.stream().noneMatch(e -> e.getThrown() != null), "no stack trace for a refusal");
-        String first = events.get(0).getMessage().getFormattedMessage();
-        assertTrue(first.contains("r2") && first.contains(TOO_LARGE) && first.contains("Releasing a held entry"),
-                first);
+        assertEquals(lines.size(), held + summaries + resumed, "nothing else logged: " + lines);
+        assertTrue(lines.stream().flatMap(l -> l.args().stream()).noneMatch(a -> a instanceof Throwable),
+                "no stack trace for a refusal");
+        Line first = lines.get(0);
+        assertTrue(first.args().contains("r2") && first.args().contains(TOO_LARGE)
+                && first.args().contains(E3) && first.format().contains("Releasing a held entry"), first.toString());
     }
 }
