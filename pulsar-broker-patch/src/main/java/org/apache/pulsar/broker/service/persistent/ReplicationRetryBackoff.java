@@ -26,6 +26,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.Position;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * <p>Upstream rewinds the replicator cursor at once after such a refusal, and the remote refuses the resend again
  * at once: thousands of rewinds a second, each with an ERROR line and its stack trace. Here the rewind (and so the
  * resend) that follows a refusal waits {@link #FIRST_DELAY_MILLIS} ms, twice as long after each next refusal, up to
- * {@link #MAX_DELAY_MILLIS} ms; a send the remote stores at or after the refused position resets it. While a
+ * {@link #MAX_DELAY_MILLIS} ms; the refused message stored (or its entry released) resets it. While a
  * retry is scheduled the replicator does not read (its rewind wait is open), so the read position does not move;
  * refusals that arrive meanwhile (the sends in flight behind the refused one) join the scheduled retry. While the
  * topic is held, the replicator sends one message at a time ({@link #isHeld()}), so that each round costs the
@@ -75,6 +76,7 @@ public class ReplicationRetryBackoff {
     private final Scheduler scheduler;
     private final LongSupplier clock;
     private final BooleanSupplier running;
+    private final Predicate<Position> released;
     private final Logger log;
 
     // The first source position refused since the last successful send at or after it; null while not held.
@@ -92,20 +94,22 @@ public class ReplicationRetryBackoff {
 
     /**
      * @param running checked when a retry comes due: false once the replicator is terminating or terminated
+     * @param released whether a source entry left the replicator's backlog (skipped, expired)
      */
     public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
-                                   BooleanSupplier running) {
+                                   BooleanSupplier running, Predicate<Position> released) {
         this(replicatorId, remoteCluster, (task, delayMillis) -> executor.schedule(task, delayMillis,
-                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, LOG);
+                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, released, LOG);
     }
 
     ReplicationRetryBackoff(String replicatorId, String remoteCluster, Scheduler scheduler, LongSupplier clock,
-                            BooleanSupplier running, Logger log) {
+                            BooleanSupplier running, Predicate<Position> released, Logger log) {
         this.replicatorId = replicatorId;
         this.remoteCluster = remoteCluster;
         this.scheduler = scheduler;
         this.clock = clock;
         this.running = running;
+        this.released = released;
         this.log = log;
     }
 
@@ -216,19 +220,20 @@ public class ReplicationRetryBackoff {
     }
 
     /**
-     * The remote stored the message at {@code position}. One at or after the held position ends the hold and
-     * resets the delay; an earlier one (sent before the refused message) does not.
+     * The remote stored the message at {@code position}. The held one ends the hold and resets the delay; so does
+     * a later one once the held entry left the backlog (an operator skipped it). Any other (sent before the refused
+     * message, or stored by a remote without our fence while the held one is still refused) does not.
      */
     public void onSuccess(Position position) {
         Position held = heldPosition;
-        if (held == null || position.compareTo(held) < 0) {
+        if (held == null || !endsHold(position, held)) {
             return;
         }
         long now = clock.getAsLong();
         int attemptsThen;
         long since;
         synchronized (this) {
-            if (heldPosition == null || position.compareTo(heldPosition) < 0) {
+            if (heldPosition != held) {
                 return;
             }
             held = heldPosition;
@@ -255,6 +260,11 @@ public class ReplicationRetryBackoff {
             reset();
         }
         log.info("[{}] Replication to cluster {} no longer held at {}: {}", replicatorId, remoteCluster, held, why);
+    }
+
+    private boolean endsHold(Position stored, Position held) {
+        int order = stored.compareTo(held);
+        return order == 0 || (order > 0 && released.test(held));
     }
 
     private void reset() {

@@ -29,6 +29,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -59,6 +61,8 @@ public class ReplicationRetryBackoffTest {
     private final List<Scheduled> scheduled = new ArrayList<>();
     private final AtomicLong now = new AtomicLong(1_000_000);
     private final AtomicBoolean running = new AtomicBoolean(true);
+    // The entries that left the replicator's backlog (skipped by an operator).
+    private final Set<Position> skipped = ConcurrentHashMap.newKeySet();
     // The backoff's logger: the test reads the calls (the same on every line, whatever logging backend it has).
     private Logger log;
     private ReplicationRetryBackoff backoff;
@@ -68,9 +72,11 @@ public class ReplicationRetryBackoffTest {
         scheduled.clear();
         now.set(1_000_000);
         running.set(true);
+        skipped.clear();
         log = mock(Logger.class);
         backoff = new ReplicationRetryBackoff("repl-test", "r2",
-                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get, log);
+                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get,
+                skipped::contains, log);
     }
 
     /** A call to the logger at {@code level} (warn, info, ...): its format and its arguments. */
@@ -152,7 +158,7 @@ public class ReplicationRetryBackoffTest {
     }
 
     @Test(groups = FORK_ONLY)
-    public void aStoredMessageAtOrAfterTheHeldPositionResetsTheDelay() {
+    public void theHeldMessageStoredResetsTheDelay() {
         for (int i = 0; i < 5; i++) {
             backoff.onRefusal(E3, TOO_LARGE, () -> { });
             runDue();
@@ -171,7 +177,13 @@ public class ReplicationRetryBackoffTest {
         assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
         assertEquals(backoff.getHeldPosition(), E4);
         runDue();
-        // A later position stored (the held entry was skipped by an operator) ends it too.
+        // A later message stored while the held one is still refused (a remote without our fence stores the sends
+        // that were in flight behind it) does not end the hold.
+        backoff.onSuccess(E5);
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 200L);
+        // Once the held entry was skipped by an operator, a later message stored ends it.
+        skipped.add(E4);
         backoff.onSuccess(E5);
         assertFalse(backoff.isHeld());
         assertEquals(backoff.getNextDelayMillis(), 100L);
@@ -223,7 +235,7 @@ public class ReplicationRetryBackoffTest {
     public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
         ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
             throw new RejectedExecutionException("shutting down");
-        }, now::get, running::get, log);
+        }, now::get, running::get, skipped::contains, log);
         assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
         assertFalse(shuttingDown.isRetryPending());
     }
