@@ -21,14 +21,29 @@ package org.pulsarfork.broker;
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.Logger;
+import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Property;
 import org.apache.pulsar.broker.BrokerTestUtil;
+import org.apache.pulsar.broker.service.persistent.PersistentReplicator;
+import org.apache.pulsar.broker.service.persistent.PersistentTopic;
+import org.apache.pulsar.broker.service.persistent.ReplicationRetryBackoff;
 import org.apache.pulsar.client.admin.LongRunningProcessStatus;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
@@ -37,6 +52,7 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.common.naming.TopicName;
 import org.pulsarfork.bench.BenchGroups;
 import org.testng.annotations.Test;
 
@@ -165,5 +181,111 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
             }
         }
         assertEquals(compacted, Map.of("K", "v2"));
+    }
+
+    /**
+     * Issue 29: the remote refuses E3 for a while (its topic-level maximum message size, lifted after the window).
+     * Upstream rewinds and resends in a tight loop (thousands of rewinds a second, each with an ERROR and its stack
+     * trace). Ours resends E3 with backoff (100 ms doubling): a handful of rewinds of the replicator cursor and no
+     * ERROR for the refusal; E4, published during the refusal, waits behind E3; once the limit is lifted, E3, E4
+     * and E5 arrive in source order, none lost.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
+    public void aMessageRefusedForAWhileIsResentWithBackoffAndArrivesInSourceOrder() throws Exception {
+        // Upstream logs an ERROR with a stack trace per resend: a short window there.
+        Duration half = BenchGroups.onUpstream() ? Duration.ofSeconds(1) : Duration.ofSeconds(10);
+        String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/backoff");
+        String localName = TopicName.get(topic).getLocalName();
+        admin1.topics().createNonPartitionedTopic(topic);
+        waitReplicatorStarted(topic);
+        limitRemoteMessageSize(topic);
+        AtomicInteger rewinds = new AtomicInteger();
+        AtomicInteger errors = new AtomicInteger();
+        AbstractAppender counter = new AbstractAppender("backoff-counter", null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent event) {
+                String message = event.getMessage().getFormattedMessage();
+                if (!message.contains(localName)) {
+                    return;
+                }
+                if (message.contains("Rewind from") && message.contains("pulsar.repl")) {
+                    rewinds.incrementAndGet();
+                } else if (event.getLevel().isMoreSpecificThan(Level.ERROR)) {
+                    errors.incrementAndGet();
+                }
+            }
+        };
+        counter.start();
+        LoggerContext context = (LoggerContext) LogManager.getContext(false);
+        Logger cursorLog = context.getLogger("org.apache.bookkeeper.mledger.impl.ManagedCursorImpl");
+        Logger replicatorLog = context.getLogger(PersistentReplicator.class.getName());
+        Level cursorLevel = cursorLog.getLevel();
+        cursorLog.setLevel(Level.INFO);
+        cursorLog.addAppender(counter);
+        replicatorLog.addAppender(counter);
+        List<String> onRemote = new ArrayList<>();
+        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                     .create()) {
+            source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
+            // E3 alone, refused for the first half of the window.
+            await().during(half).atMost(half.plusSeconds(10)).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.isEmpty();
+            });
+            int rewindsAlone = rewinds.get();
+            // 100 ms doubling: resends at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3 s, about 7 rewinds in 10 s.
+            assertTrue(rewindsAlone <= 10, rewindsAlone + " rewinds of the replicator cursor in " + half);
+            source.send("E4");
+            await().during(half).atMost(half.plusSeconds(10)).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.isEmpty();
+            });
+            int rewindsInWindow = rewinds.get();
+            // At 12.7 s one more: about 8 in 20 s; E4 adds none (it is not sent while E3 is refused).
+            assertTrue(rewindsInWindow <= 12,
+                    rewindsInWindow + " rewinds of the replicator cursor in " + half.multipliedBy(2));
+            PersistentReplicator replicator = (PersistentReplicator) ((PersistentTopic) pulsar1.getBrokerService()
+                    .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getReplicators().get(cluster2);
+            int attempts = replicator.getRetryBackoff().getAttempts();
+            System.out.printf("[backoff] %s: %d rewinds in the first %d s, %d in %d s, %d resends of E3,"
+                    + " %d ERROR lines%n",
+                    localName, rewindsAlone, half.toSeconds(), rewindsInWindow, half.multipliedBy(2).toSeconds(),
+                    attempts, errors.get());
+            assertTrue(attempts >= 5 && attempts <= 10, attempts + " resends of E3 in " + half.multipliedBy(2));
+            assertEquals(errors.get(), 0, "no ERROR for an expected refusal");
+            // stats-internal shows the held position, since when and the resends on the replicator cursor.
+            Position held = replicator.getRetryBackoff().getHeldPosition();
+            Map<String, Long> retry = new TreeMap<>();
+            admin1.topics().getInternalStats(topic).cursors.forEach((name, cursor) -> {
+                if (name.startsWith("pulsar.repl") && cursor.properties != null) {
+                    cursor.properties.forEach((key, value) -> {
+                        if (key.startsWith("pulsar.replication.retry.")) {
+                            retry.put(key, value);
+                        }
+                    });
+                }
+            });
+            String at = held.getLedgerId() + ":" + held.getEntryId();
+            assertEquals(retry.keySet(), Set.of(ReplicationRetryBackoff.HELD_SINCE_PREFIX + at,
+                    ReplicationRetryBackoff.ATTEMPTS_PREFIX + at), retry.toString());
+            assertTrue(retry.get(ReplicationRetryBackoff.ATTEMPTS_PREFIX + at) >= 5, retry.toString());
+
+            admin2.topicPolicies().removeMaxMessageSize(topic);
+            source.send("E5");
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(remote, onRemote);
+                return onRemote.contains("E5") && replicationBacklog(topic) == 0;
+            });
+            assertEquals(onRemote, List.of("E3", "E4", "E5"), "in source order, each once");
+            assertFalse(replicator.getRetryBackoff().isHeld(), "resumed");
+            assertEquals(errors.get(), 0, "no ERROR for an expected refusal");
+        } finally {
+            cursorLog.removeAppender(counter);
+            replicatorLog.removeAppender(counter);
+            cursorLog.setLevel(cursorLevel);
+            counter.stop();
+        }
     }
 }

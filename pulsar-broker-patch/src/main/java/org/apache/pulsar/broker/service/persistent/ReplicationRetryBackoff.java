@@ -1,0 +1,339 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.pulsar.broker.service.persistent;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
+import org.apache.bookkeeper.mledger.Position;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The resend of a source entry the remote cluster refused (a topic-level maximum message size answered with
+ * {@code NotAllowedError}, the remote's publish fence, a checksum refusal): one per replicator.
+ *
+ * <p>Upstream rewinds the replicator cursor at once after such a refusal, and the remote refuses the resend again
+ * at once: thousands of rewinds a second, each with an ERROR line and its stack trace. Here the rewind (and so the
+ * resend) that follows a refusal waits {@link #FIRST_DELAY_MILLIS} ms, twice as long after each next refusal, up to
+ * {@link #MAX_DELAY_MILLIS} ms; the refused message stored (or its entry released) resets it. While a
+ * retry is scheduled the replicator does not read (its rewind wait is open), so the read position does not move;
+ * refusals that arrive meanwhile (the sends in flight behind the refused one) join the scheduled retry. While the
+ * topic is held, the replicator sends one message at a time ({@link #isHeld()}), so that each round costs the
+ * remote one refused send, not a read batch of them, and nothing after the refused message is sent before it is
+ * stored.
+ *
+ * <p>Logs are bounded: one WARN when the topic becomes held, at most one summary line per
+ * {@link #SUMMARY_INTERVAL_MILLIS} ms while it stays held, one INFO when it resumes. Only refusals are handled
+ * here; any other failed send (the remote topic moving, a reconnect, a timeout) is resent at once, as upstream.
+ *
+ * <p>A retry that comes due after the replicator stopped ({@link #close()}, or the state check given to the
+ * constructor says so) does nothing: it must not start reads again.
+ */
+public class ReplicationRetryBackoff {
+    /** The delay before the first resend after a refusal. */
+    public static final long FIRST_DELAY_MILLIS = 100;
+    /** The longest delay between two resends of a refused message. */
+    public static final long MAX_DELAY_MILLIS = TimeUnit.SECONDS.toMillis(60);
+    /** At most one summary line per this interval while a topic stays held. */
+    public static final long SUMMARY_INTERVAL_MILLIS = TimeUnit.SECONDS.toMillis(60);
+    /** stats-internal property (on the replicator cursor) of the held position: since when, epoch ms. */
+    public static final String HELD_SINCE_PREFIX = "pulsar.replication.retry.heldSince.";
+    /** stats-internal property (on the replicator cursor) of the held position: the resends scheduled. */
+    public static final String ATTEMPTS_PREFIX = "pulsar.replication.retry.attempts.";
+    /** A reason is cut to this length. */
+    static final int MAX_REASON_LENGTH = 256;
+
+    /** Runs a task after a delay; in a broker, its scheduled executor. */
+    public interface Scheduler {
+        void schedule(Runnable task, long delayMillis);
+    }
+
+    private final String replicatorId;
+    private final String remoteCluster;
+    private final Scheduler scheduler;
+    private final LongSupplier clock;
+    private final BooleanSupplier running;
+    private final Predicate<Position> released;
+    private final Logger log;
+
+    // The first source position refused since the last successful send at or after it; null while not held.
+    private volatile Position heldPosition;
+    // Guarded by this.
+    private long heldSinceMillis;
+    private int attempts;
+    private String lastReason;
+    private long nextDelayMillis = FIRST_DELAY_MILLIS;
+    private long lastSummaryMillis;
+    private int refusalsSinceSummary;
+    private boolean closed;
+    // The retries waiting for the scheduled one; null while none is scheduled. Written under this.
+    private volatile List<Runnable> pending;
+
+    /**
+     * @param running checked when a retry comes due: false once the replicator is terminating or terminated
+     * @param released whether a source entry left the replicator's backlog (skipped, expired)
+     */
+    public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
+                                   BooleanSupplier running, Predicate<Position> released) {
+        this(replicatorId, remoteCluster, (task, delayMillis) -> executor.schedule(task, delayMillis,
+                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, released, LOG);
+    }
+
+    ReplicationRetryBackoff(String replicatorId, String remoteCluster, Scheduler scheduler, LongSupplier clock,
+                            BooleanSupplier running, Predicate<Position> released, Logger log) {
+        this.replicatorId = replicatorId;
+        this.remoteCluster = remoteCluster;
+        this.scheduler = scheduler;
+        this.clock = clock;
+        this.running = running;
+        this.released = released;
+        this.log = log;
+    }
+
+    /**
+     * The remote refused the send of {@code position}: {@code retry} (the rewind that resends it) runs after the
+     * backoff delay, on the scheduler, unless the replicator stopped by then. A refusal that arrives while a retry
+     * is scheduled joins it (same time, no longer delay).
+     *
+     * @return the delay of the retry scheduled for this refusal, or -1 if it joined a scheduled one (or the
+     *     replicator is closed, or the scheduler refused the task)
+     */
+    public long onRefusal(Position position, String reason, Runnable retry) {
+        String why = bounded(reason == null || reason.isEmpty() ? "refused" : reason);
+        long now = clock.getAsLong();
+        long delay;
+        boolean becameHeld = false;
+        boolean summary = false;
+        Position held;
+        int attemptsNow;
+        int refusals = 0;
+        long since;
+        synchronized (this) {
+            if (closed) {
+                return -1;
+            }
+            lastReason = why;
+            if (heldPosition == null) {
+                heldPosition = position;
+                heldSinceMillis = now;
+                lastSummaryMillis = now;
+                refusalsSinceSummary = 0;
+                becameHeld = true;
+            } else if (position.compareTo(heldPosition) < 0) {
+                heldPosition = position;
+            }
+            refusalsSinceSummary++;
+            if (pending != null) {
+                pending.add(retry);
+                return -1;
+            }
+            attempts++;
+            delay = nextDelayMillis;
+            nextDelayMillis = Math.min(nextDelayMillis * 2, MAX_DELAY_MILLIS);
+            pending = new ArrayList<>();
+            pending.add(retry);
+            if (!becameHeld && now - lastSummaryMillis >= SUMMARY_INTERVAL_MILLIS) {
+                summary = true;
+                refusals = refusalsSinceSummary;
+                refusalsSinceSummary = 0;
+                lastSummaryMillis = now;
+            }
+            held = heldPosition;
+            attemptsNow = attempts;
+            since = heldSinceMillis;
+        }
+        if (becameHeld) {
+            log.warn("[{}] Replication to cluster {} is held at source position {}: the remote refused it ({}). It"
+                    + " is sent again after {} ms, then with a delay doubling up to {} s, one message at a time;"
+                    + " the messages after it wait behind it. Remove the cause on the remote cluster (for example"
+                    + " raise its topic-level max message size) or release the entry on the source"
+                    + " (docs/geo-replication.md, 'Releasing a held entry')", replicatorId, remoteCluster, held, why,
+                    delay, TimeUnit.MILLISECONDS.toSeconds(MAX_DELAY_MILLIS));
+        } else if (summary) {
+            log.warn("[{}] Replication to cluster {} still held at source position {} for {} s: {} attempt(s), {}"
+                    + " refusal(s) in the last {} s, next attempt in {} ms, last reason: {}", replicatorId,
+                    remoteCluster, held, TimeUnit.MILLISECONDS.toSeconds(now - since), attemptsNow, refusals,
+                    TimeUnit.MILLISECONDS.toSeconds(SUMMARY_INTERVAL_MILLIS), delay, why);
+        } else if (log.isDebugEnabled()) {
+            log.debug("[{}] Replication to cluster {} held at {}: attempt {}, next in {} ms ({})", replicatorId,
+                    remoteCluster, held, attemptsNow, delay, why);
+        }
+        try {
+            scheduler.schedule(this::retryDue, delay);
+        } catch (RejectedExecutionException e) {
+            // The broker's executor is shutting down: the replicator goes with it.
+            synchronized (this) {
+                pending = null;
+            }
+            return -1;
+        }
+        return delay;
+    }
+
+    private void retryDue() {
+        List<Runnable> due;
+        synchronized (this) {
+            due = pending;
+            pending = null;
+            if (closed) {
+                return;
+            }
+        }
+        if (due == null) {
+            return;
+        }
+        if (!running.getAsBoolean()) {
+            log.info("[{}] A resend to cluster {} came due after the replicator stopped: dropped", replicatorId,
+                    remoteCluster);
+            return;
+        }
+        for (Runnable retry : due) {
+            try {
+                retry.run();
+            } catch (Throwable t) {
+                log.error("[{}] A resend to cluster {} failed to start", replicatorId, remoteCluster, t);
+            }
+        }
+    }
+
+    /**
+     * The remote stored the message at {@code position}. The held one ends the hold and resets the delay; so does
+     * a later one once the held entry left the backlog (an operator skipped it). Any other (sent before the refused
+     * message, or stored by a remote without our fence while the held one is still refused) does not.
+     */
+    public void onSuccess(Position position) {
+        Position held = heldPosition;
+        if (held == null || !endsHold(position, held)) {
+            return;
+        }
+        long now = clock.getAsLong();
+        int attemptsThen;
+        long since;
+        synchronized (this) {
+            if (heldPosition != held) {
+                return;
+            }
+            held = heldPosition;
+            attemptsThen = attempts;
+            since = heldSinceMillis;
+            reset();
+        }
+        log.info("[{}] Replication to cluster {} resumed: the remote stored source position {} (held at {} for {} ms,"
+                + " {} attempt(s))", replicatorId, remoteCluster, position, held, now - since, attemptsThen);
+    }
+
+    /**
+     * The entry at {@code position} is no longer to be sent (an operator skipped it, it expired, or it is held for
+     * the operator after a duplicate receipt): if it is the held one, the delay is reset and the replicator no
+     * longer sends one message at a time.
+     */
+    public void released(Position position, String why) {
+        Position held;
+        synchronized (this) {
+            held = heldPosition;
+            if (held == null || !held.equals(position)) {
+                return;
+            }
+            reset();
+        }
+        log.info("[{}] Replication to cluster {} no longer held at {}: {}", replicatorId, remoteCluster, held, why);
+    }
+
+    private boolean endsHold(Position stored, Position held) {
+        int order = stored.compareTo(held);
+        return order == 0 || (order > 0 && released.test(held));
+    }
+
+    private void reset() {
+        heldPosition = null;
+        heldSinceMillis = 0;
+        attempts = 0;
+        lastReason = null;
+        nextDelayMillis = FIRST_DELAY_MILLIS;
+        refusalsSinceSummary = 0;
+    }
+
+    /** The replicator stopped: a retry that comes due later does nothing. */
+    public void close() {
+        synchronized (this) {
+            closed = true;
+            pending = null;
+        }
+    }
+
+    /** A refusal has not been followed by a stored message yet: the replicator sends one message at a time. */
+    public boolean isHeld() {
+        return heldPosition != null;
+    }
+
+    /** The first refused position not stored since, or null. */
+    public Position getHeldPosition() {
+        return heldPosition;
+    }
+
+    /** Since when (epoch ms) the topic is held, or 0. */
+    public synchronized long getHeldSinceMillis() {
+        return heldSinceMillis;
+    }
+
+    /** The retries scheduled since the topic became held (each after a refusal). */
+    public synchronized int getAttempts() {
+        return attempts;
+    }
+
+    public synchronized String getLastReason() {
+        return lastReason;
+    }
+
+    /**
+     * What stats-internal shows on the replicator cursor while held: {@link #HELD_SINCE_PREFIX} and
+     * {@link #ATTEMPTS_PREFIX} followed by {@code <ledgerId>:<entryId>} of the held position; empty while not held.
+     */
+    public synchronized Map<String, Long> heldStats() {
+        Position held = heldPosition;
+        if (held == null) {
+            return Map.of();
+        }
+        String at = held.getLedgerId() + ":" + held.getEntryId();
+        return Map.of(HELD_SINCE_PREFIX + at, heldSinceMillis, ATTEMPTS_PREFIX + at, (long) attempts);
+    }
+
+    /** The delay the next refusal's retry will wait. */
+    public synchronized long getNextDelayMillis() {
+        return nextDelayMillis;
+    }
+
+    /** A retry is scheduled and not run yet: the replicator need not poll for reads, the retry reads. */
+    public boolean isRetryPending() {
+        return pending != null;
+    }
+
+    private static String bounded(String value) {
+        return value.length() <= MAX_REASON_LENGTH ? value : value.substring(0, MAX_REASON_LENGTH);
+    }
+
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicationRetryBackoff.class);
+}

@@ -1,0 +1,277 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.pulsar.broker.service.persistent;
+
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.mockingDetails;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.assertTrue;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.mockito.invocation.Invocation;
+import org.slf4j.Logger;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+/**
+ * The resend delay after a refusal on its own, on every line: a manual scheduler (the test runs what is due) and
+ * a manual clock.
+ */
+public class ReplicationRetryBackoffTest {
+    private static final Position E2 = PositionFactory.create(12, 2);
+    private static final Position E3 = PositionFactory.create(12, 3);
+    private static final Position E4 = PositionFactory.create(12, 4);
+    private static final Position E5 = PositionFactory.create(12, 5);
+    private static final String TOO_LARGE = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException:"
+            + " Message size is larger than max message size";
+
+    /** A task scheduled with its delay; the test runs it. */
+    private record Scheduled(Runnable task, long delayMillis) {
+    }
+
+    private final List<Scheduled> scheduled = new ArrayList<>();
+    private final AtomicLong now = new AtomicLong(1_000_000);
+    private final AtomicBoolean running = new AtomicBoolean(true);
+    // The entries that left the replicator's backlog (skipped by an operator).
+    private final Set<Position> skipped = ConcurrentHashMap.newKeySet();
+    // The backoff's logger: the test reads the calls (the same on every line, whatever logging backend it has).
+    private Logger log;
+    private ReplicationRetryBackoff backoff;
+
+    @BeforeMethod(alwaysRun = true)
+    public void setUp() {
+        scheduled.clear();
+        now.set(1_000_000);
+        running.set(true);
+        skipped.clear();
+        log = mock(Logger.class);
+        backoff = new ReplicationRetryBackoff("repl-test", "r2",
+                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get,
+                skipped::contains, log);
+    }
+
+    /** A call to the logger at {@code level} (warn, info, ...): its format and its arguments. */
+    private record Line(String level, String format, List<Object> args) {
+    }
+
+    private List<Line> lines() {
+        List<Line> lines = new ArrayList<>();
+        for (Invocation invocation : mockingDetails(log).getInvocations()) {
+            String level = invocation.getMethod().getName();
+            if (level.startsWith("is")) {
+                continue;
+            }
+            Object[] raw = invocation.getRawArguments();
+            List<Object> args = new ArrayList<>();
+            for (int i = 1; i < raw.length; i++) {
+                if (raw[i] instanceof Object[]) {
+                    args.addAll(Arrays.asList((Object[]) raw[i]));
+                } else {
+                    args.add(raw[i]);
+                }
+            }
+            lines.add(new Line(level, (String) raw[0], args));
+        }
+        return lines;
+    }
+
+    // Runs the task scheduled last (exactly one must be waiting) after its delay has passed.
+    private long runDue() {
+        assertEquals(scheduled.size(), 1, "one retry scheduled");
+        Scheduled due = scheduled.remove(0);
+        now.addAndGet(due.delayMillis());
+        due.task().run();
+        return due.delayMillis();
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void delaysDoubleFrom100MillisUpToOneMinute() {
+        AtomicInteger resends = new AtomicInteger();
+        List<Long> delays = new ArrayList<>();
+        for (int i = 0; i < 13; i++) {
+            long delay = backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+            assertEquals(resends.get(), i, "no resend before its delay has passed");
+            assertTrue(backoff.isRetryPending());
+            assertEquals(runDue(), delay);
+            assertEquals(resends.get(), i + 1);
+            delays.add(delay);
+        }
+        assertEquals(delays, List.of(100L, 200L, 400L, 800L, 1_600L, 3_200L, 6_400L, 12_800L, 25_600L, 51_200L,
+                60_000L, 60_000L, 60_000L));
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getHeldPosition(), E3);
+        assertEquals(backoff.getAttempts(), 13);
+        assertEquals(backoff.getHeldSinceMillis(), 1_000_000L);
+        assertEquals(backoff.getLastReason(), TOO_LARGE);
+        assertEquals(backoff.heldStats(), Map.of("pulsar.replication.retry.heldSince.12:3", 1_000_000L,
+                "pulsar.replication.retry.attempts.12:3", 13L));
+        backoff.onSuccess(E3);
+        assertTrue(backoff.heldStats().isEmpty());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void refusalsWhileARetryIsScheduledJoinIt() {
+        List<String> resends = new ArrayList<>();
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, () -> resends.add("E3")), 100L);
+        // The fence refuses the sends that were in flight behind E3: no timer of their own, no longer delay.
+        assertEquals(backoff.onRefusal(E4, "Fenced behind a refused replicated message", () -> resends.add("E4")),
+                -1L);
+        assertEquals(backoff.onRefusal(E5, "Fenced behind a refused replicated message", () -> resends.add("E5")),
+                -1L);
+        assertEquals(scheduled.size(), 1);
+        assertTrue(resends.isEmpty());
+        runDue();
+        assertEquals(resends, List.of("E3", "E4", "E5"));
+        assertFalse(backoff.isRetryPending());
+        assertEquals(backoff.getAttempts(), 1);
+        assertEquals(backoff.getHeldPosition(), E3, "the first refused position is held, not the fenced ones");
+        assertEquals(backoff.getNextDelayMillis(), 200L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void theHeldMessageStoredResetsTheDelay() {
+        for (int i = 0; i < 5; i++) {
+            backoff.onRefusal(E3, TOO_LARGE, () -> { });
+            runDue();
+        }
+        assertEquals(backoff.getNextDelayMillis(), 3_200L);
+        // A receipt for a message sent before the refused one does not end the hold.
+        backoff.onSuccess(E2);
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 3_200L);
+        backoff.onSuccess(E3);
+        assertFalse(backoff.isHeld());
+        assertNull(backoff.getHeldPosition());
+        assertEquals(backoff.getAttempts(), 0);
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+        // A later refusal starts again at 100 ms.
+        assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
+        assertEquals(backoff.getHeldPosition(), E4);
+        runDue();
+        // A later message stored while the held one is still refused (a remote without our fence stores the sends
+        // that were in flight behind it) does not end the hold.
+        backoff.onSuccess(E5);
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 200L);
+        // Once the held entry was skipped by an operator, a later message stored ends it.
+        skipped.add(E4);
+        backoff.onSuccess(E5);
+        assertFalse(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aReleasedEntryResetsTheDelay() {
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        runDue();
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        runDue();
+        // Another entry released: E3 stays held.
+        backoff.released(E4, "held for an operator");
+        assertTrue(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 400L);
+        backoff.released(E3, "the entry was skipped or expired on the source");
+        assertFalse(backoff.isHeld());
+        assertEquals(backoff.getNextDelayMillis(), 100L);
+        assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aRetryThatComesDueAfterTheReplicatorClosedDoesNothing() {
+        AtomicInteger resends = new AtomicInteger();
+        backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+        backoff.onRefusal(E4, TOO_LARGE, resends::incrementAndGet);
+        backoff.close();
+        runDue();
+        assertEquals(resends.get(), 0, "a closed replicator's pending retry must not start reads again");
+        assertFalse(backoff.isRetryPending());
+        // Nothing is scheduled after close.
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet), -1L);
+        assertTrue(scheduled.isEmpty());
+        assertEquals(resends.get(), 0);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aRetryThatComesDueAfterTheReplicatorTerminatedDoesNothing() {
+        AtomicInteger resends = new AtomicInteger();
+        backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+        // Terminating: the state check the replicator gives says no when the timer fires.
+        running.set(false);
+        runDue();
+        assertEquals(resends.get(), 0);
+        assertFalse(backoff.isRetryPending());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
+        ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
+            throw new RejectedExecutionException("shutting down");
+        }, now::get, running::get, skipped::contains, log);
+        assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
+        assertFalse(shuttingDown.isRetryPending());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void logsAreBoundedWhileHeldAndCarryNoStackTrace() {
+        // Ten minutes held: a refusal per round, plus the fenced sends joining the first round.
+        long start = now.get();
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        for (int i = 0; i < 50; i++) {
+            backoff.onRefusal(PositionFactory.create(12, 4 + i), "Fenced behind a refused replicated message",
+                    () -> { });
+        }
+        runDue();
+        while (now.get() - start < 600_000) {
+            backoff.onRefusal(E3, TOO_LARGE, () -> { });
+            runDue();
+        }
+        long heldMillis = now.get() - start;
+        backoff.onSuccess(E3);
+
+        List<Line> lines = lines();
+        long held = lines.stream().filter(l -> l.level().equals("warn")
+                && l.format().contains("is held at source position")).count();
+        long summaries = lines.stream().filter(l -> l.level().equals("warn")
+                && l.format().contains("still held at source position")).count();
+        long resumed = lines.stream().filter(l -> l.level().equals("info") && l.format().contains("resumed")).count();
+        assertEquals(held, 1L, "one WARN when the topic becomes held");
+        assertTrue(summaries >= 1 && summaries <= heldMillis / ReplicationRetryBackoff.SUMMARY_INTERVAL_MILLIS,
+                "at most one summary a minute: " + summaries + " in " + heldMillis + " ms");
+        assertEquals(resumed, 1L, "one INFO when it resumes");
+        assertEquals(lines.size(), held + summaries + resumed, "nothing else logged: " + lines);
+        assertTrue(lines.stream().flatMap(l -> l.args().stream()).noneMatch(a -> a instanceof Throwable),
+                "no stack trace for a refusal");
+        Line first = lines.get(0);
+        assertTrue(first.args().contains("r2") && first.args().contains(TOO_LARGE)
+                && first.args().contains(E3) && first.format().contains("Releasing a held entry"), first.toString());
+    }
+}
