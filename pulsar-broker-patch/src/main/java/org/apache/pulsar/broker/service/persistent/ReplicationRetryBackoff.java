@@ -86,6 +86,9 @@ public class ReplicationRetryBackoff {
     private int attempts;
     private String lastReason;
     private long nextDelayMillis = FIRST_DELAY_MILLIS;
+    // The delay of the last attempt at the held position: the refusals of the sends that were in flight behind it
+    // arrive after its retry may have run, and their rewind keeps this rhythm instead of doubling it.
+    private long lastDelayMillis = FIRST_DELAY_MILLIS;
     private long lastSummaryMillis;
     private int refusalsSinceSummary;
     private boolean closed;
@@ -150,9 +153,14 @@ public class ReplicationRetryBackoff {
                 pending.add(retry);
                 return -1;
             }
-            attempts++;
-            delay = nextDelayMillis;
-            nextDelayMillis = Math.min(nextDelayMillis * 2, MAX_DELAY_MILLIS);
+            if (position.compareTo(heldPosition) <= 0) {
+                attempts++;
+                delay = nextDelayMillis;
+                lastDelayMillis = delay;
+                nextDelayMillis = Math.min(nextDelayMillis * 2, MAX_DELAY_MILLIS);
+            } else {
+                delay = lastDelayMillis;
+            }
             pending = new ArrayList<>();
             pending.add(retry);
             if (!becameHeld && now - lastSummaryMillis >= SUMMARY_INTERVAL_MILLIS) {
@@ -273,6 +281,7 @@ public class ReplicationRetryBackoff {
         attempts = 0;
         lastReason = null;
         nextDelayMillis = FIRST_DELAY_MILLIS;
+        lastDelayMillis = FIRST_DELAY_MILLIS;
         refusalsSinceSummary = 0;
     }
 

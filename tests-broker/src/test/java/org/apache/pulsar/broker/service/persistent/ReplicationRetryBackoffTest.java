@@ -158,6 +158,22 @@ public class ReplicationRetryBackoffTest {
     }
 
     @Test(groups = FORK_ONLY)
+    public void aRefusalBehindTheHeldPositionAfterItsRetryKeepsTheDelay() {
+        List<String> resends = new ArrayList<>();
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, () -> resends.add("E3")), 100L);
+        runDue();
+        // E4's refusal, in flight behind E3, arrives once E3's retry has run: it is no attempt at E3.
+        assertEquals(backoff.onRefusal(E4, "Fenced behind a refused replicated message", () -> resends.add("E4")),
+                100L);
+        runDue();
+        assertEquals(backoff.getAttempts(), 1);
+        assertEquals(backoff.getNextDelayMillis(), 200L);
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, () -> resends.add("E3")), 200L);
+        assertEquals(backoff.getAttempts(), 2);
+        assertEquals(resends, List.of("E3", "E4"));
+    }
+
+    @Test(groups = FORK_ONLY)
     public void theHeldMessageStoredResetsTheDelay() {
         for (int i = 0; i < 5; i++) {
             backoff.onRefusal(E3, TOO_LARGE, () -> { });
