@@ -106,8 +106,8 @@ final class AcceptedNotDurable<T> {
      * {@code written} with {@code writtenProperties}, covering sequence numbers up to {@code coveredSeq},
      * given the mark-delete position {@code markDeleteAfter} when it completed, and cut at the caps above
      * {@code heldUpTo} (null: not cut). An ack the record left out only for the caps is marked past them; one
-     * it holds is no longer. One pass: the list can hold many acks and this runs under the cursor's queue
-     * monitor.
+     * it holds is no longer. Linear in the held acks, allocating only for those it removes: it runs under the
+     * cursor's queue monitor.
      */
     List<T> heldBy(Position written, Map<String, Long> writtenProperties, long coveredSeq, Position markDeleteAfter,
                    Position heldUpTo) {
