@@ -38,7 +38,8 @@ import org.testng.annotations.Test;
  * no ack it cleared, a write completes only the acks it contains, a queued reset survives a transient
  * write failure, a closed cursor keeps its batch-index acks, a cursor ledger whose first record failed
  * is not switched to, an ack past the record's range cap waits for a record that holds it, and a
- * mark-delete completes only with a record that carries its properties. Each test checks that a restart after a crash recovers what was reported complete.
+ * mark-delete completes only with a record that carries its properties. Each test checks that a restart
+ * after a crash recovers what was reported complete.
  */
 public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
     private static final ManagedLedgerConfig CONFIG = new ManagedLedgerConfig();
