@@ -24,7 +24,6 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.MockBookKeeperAddGate;
@@ -37,9 +36,8 @@ import org.testng.annotations.Test;
  * What a cursor record holds, one step away from the reset and throttling fixes: a reset's record holds
  * no ack it cleared, a write completes only the acks it contains, a queued reset survives a transient
  * write failure, a closed cursor keeps its batch-index acks, a cursor ledger whose first record failed
- * is not switched to, an ack past the record's range cap waits for a record that holds it, and a
- * mark-delete completes only with a record that carries its properties. Each test checks that a restart
- * after a crash recovers what was reported complete.
+ * is not switched to, and an ack past the record's range cap waits for a record that holds it. Each
+ * test checks that a restart after a crash recovers what was reported complete.
  */
 public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
     private static final ManagedLedgerConfig CONFIG = new ManagedLedgerConfig();
@@ -230,37 +228,5 @@ public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
         await().atMost(WAIT).until(() -> deletes.stream().allMatch(d -> d.done.isDone()));
         assertTrue(deletes.stream().allMatch(Recorded::succeeded));
         assertDeletedUpTo(crashAndRecover(name, "c1", config), p, 19, "after the holes closed");
-    }
-
-    /**
-     * markDelete(p1, {k=1}) is durable; a flush queues a write of p1 behind a read; a throttled
-     * markDelete(p6, {k=6}) comes after. The p1 record holds p6 only as an absorbed range, with {k=1}: it
-     * must not complete the mark-delete whose properties it lacks.
-     */
-    @Test(timeOut = 60_000)
-    public void testMarkDeleteIsNotCompletedByARecordWithoutItsProperties() throws Exception {
-        String name = "properties-absorbed";
-        ManagedLedger ledger = factory.open(name, THROTTLED);
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = addEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(1), Map.of("k", 1L));
-        Recorded delete = new Recorded(cursor);
-        Recorded markDelete = new Recorded(cursor);
-        CompletableFuture<Void> read = holdOneRead(cursor);
-        cursor.asyncDelete(p.get(5), delete, null);
-        cursor.flush();
-        cursor.asyncMarkDelete(p.get(6), Map.of("k", 6L), markDelete, null);
-        read.complete(null);
-        await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
-
-        if (markDelete.succeeded()) {
-            assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L),
-                    "markDelete(p6, {k=6}) reported complete, its properties lost in a crash");
-        }
-        cursor.flush();
-        await().atMost(WAIT).until(() -> markDelete.done.isDone() && delete.done.isDone());
-        assertTrue(markDelete.succeeded());
-        assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L));
-        assertEquals(markDelete.violations, List.of());
     }
 }
