@@ -149,6 +149,11 @@ public class ReplicationRejections {
         }
     }
 
+    /** The broker's meter this replicator's gauges report to, or null when the broker has none. */
+    public Meter getMeter() {
+        return meter;
+    }
+
     /** The replicator is gone: its records stay on the cursor, for the next owner. */
     public void close() {
         if (meter != null) {

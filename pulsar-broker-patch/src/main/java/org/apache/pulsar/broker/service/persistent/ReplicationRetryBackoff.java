@@ -18,15 +18,19 @@
  */
 package org.apache.pulsar.broker.service.persistent;
 
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.Meter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import org.apache.bookkeeper.mledger.Position;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,8 +53,11 @@ import org.slf4j.LoggerFactory;
  * {@link #SUMMARY_INTERVAL_MILLIS} ms while it stays held, one INFO when it resumes. Only refusals are handled
  * here; any other failed send (the remote topic moving, a reconnect, a timeout) is resent at once, as upstream.
  *
+ * <p>While held, two gauges name the topic (the replicator's attributes: topic, remote cluster): {@link
+ * #HELD_DURATION_GAUGE} and {@link #HELD_ATTEMPTS_GAUGE}; a topic that is not held reports no point.
+ *
  * <p>A retry that comes due after the replicator stopped ({@link #close()}, or the state check given to the
- * constructor says so) does nothing: it must not start reads again.
+ * constructor says so) does nothing: it must not start reads again. {@link #close()} cancels it.
  */
 public class ReplicationRetryBackoff {
     /** The delay before the first resend after a refusal. */
@@ -63,12 +70,16 @@ public class ReplicationRetryBackoff {
     public static final String HELD_SINCE_PREFIX = "pulsar.replication.retry.heldSince.";
     /** stats-internal property (on the replicator cursor) of the held position: the resends scheduled. */
     public static final String ATTEMPTS_PREFIX = "pulsar.replication.retry.attempts.";
+    /** Per topic and remote cluster, while held: seconds since the remote first refused the held message. */
+    public static final String HELD_DURATION_GAUGE = "pulsar.broker.replication.held.duration";
+    /** Per topic and remote cluster, while held: the resends of the held message scheduled since then. */
+    public static final String HELD_ATTEMPTS_GAUGE = "pulsar.broker.replication.held.attempt.count";
     /** A reason is cut to this length. */
     static final int MAX_REASON_LENGTH = 256;
 
     /** Runs a task after a delay; in a broker, its scheduled executor. */
     public interface Scheduler {
-        void schedule(Runnable task, long delayMillis);
+        Future<?> schedule(Runnable task, long delayMillis);
     }
 
     private final String replicatorId;
@@ -94,19 +105,26 @@ public class ReplicationRetryBackoff {
     private boolean closed;
     // The retries waiting for the scheduled one; null while none is scheduled. Written under this.
     private volatile List<Runnable> pending;
+    // The timer of the scheduled retry. Guarded by this.
+    private Future<?> pendingTimer;
+    private final List<AutoCloseable> gauges;
 
     /**
      * @param running checked when a retry comes due: false once the replicator is terminating or terminated
      * @param released whether a source entry left the replicator's backlog (skipped, expired)
+     * @param meter the broker's meter for the gauges, or null for none
+     * @param attributes the replicator's metric attributes (topic, remote cluster)
      */
     public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
-                                   BooleanSupplier running, Predicate<Position> released) {
+                                   BooleanSupplier running, Predicate<Position> released, Meter meter,
+                                   Supplier<Attributes> attributes) {
         this(replicatorId, remoteCluster, (task, delayMillis) -> executor.schedule(task, delayMillis,
-                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, released, LOG);
+                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, released, LOG, meter, attributes);
     }
 
     ReplicationRetryBackoff(String replicatorId, String remoteCluster, Scheduler scheduler, LongSupplier clock,
-                            BooleanSupplier running, Predicate<Position> released, Logger log) {
+                            BooleanSupplier running, Predicate<Position> released, Logger log, Meter meter,
+                            Supplier<Attributes> attributes) {
         this.replicatorId = replicatorId;
         this.remoteCluster = remoteCluster;
         this.scheduler = scheduler;
@@ -114,6 +132,29 @@ public class ReplicationRetryBackoff {
         this.running = running;
         this.released = released;
         this.log = log;
+        this.gauges = meter == null ? List.of() : registerGauges(meter, attributes);
+    }
+
+    // One callback per replicator: a topic that is not held records nothing, so the series exist only while held.
+    private List<AutoCloseable> registerGauges(Meter meter, Supplier<Attributes> attributes) {
+        AutoCloseable duration = meter.gaugeBuilder(HELD_DURATION_GAUGE).ofLongs().setUnit("s")
+                .setDescription("How long the replication of the topic to the remote cluster has been held at a"
+                        + " source message the remote refuses; no point while it is not held.")
+                .buildWithCallback(m -> {
+                    long since = getHeldSinceMillis();
+                    if (since > 0) {
+                        m.record(TimeUnit.MILLISECONDS.toSeconds(clock.getAsLong() - since), attributes.get());
+                    }
+                });
+        AutoCloseable attemptCount = meter.gaugeBuilder(HELD_ATTEMPTS_GAUGE).ofLongs().setUnit("{attempt}")
+                .setDescription("The resends of the held source message scheduled since the remote cluster first"
+                        + " refused it; no point while the topic is not held.")
+                .buildWithCallback(m -> {
+                    if (isHeld()) {
+                        m.record(getAttempts(), attributes.get());
+                    }
+                });
+        return List.of(duration, attemptCount);
     }
 
     /**
@@ -121,12 +162,18 @@ public class ReplicationRetryBackoff {
      * backoff delay, on the scheduler, unless the replicator stopped by then. A refusal that arrives while a retry
      * is scheduled joins it (same time, no longer delay).
      *
+     * <p>The refusal of an entry that already left the backlog (an operator skipped it while its send was in
+     * flight) holds nothing: its retry, the rewind past it, runs at once.
+     *
      * @return the delay of the retry scheduled for this refusal, or -1 if it joined a scheduled one (or the
      *     replicator is closed, or the scheduler refused the task)
      */
     public long onRefusal(Position position, String reason, Runnable retry) {
         String why = bounded(reason == null || reason.isEmpty() ? "refused" : reason);
         long now = clock.getAsLong();
+        if (released.test(position)) {
+            return retryReleased(retry);
+        }
         long delay;
         boolean becameHeld = false;
         boolean summary = false;
@@ -163,6 +210,10 @@ public class ReplicationRetryBackoff {
             }
             pending = new ArrayList<>();
             pending.add(retry);
+            // Under this monitor, so that a release in between finds the timer to cancel.
+            if (!schedule(delay)) {
+                return -1;
+            }
             if (!becameHeld && now - lastSummaryMillis >= SUMMARY_INTERVAL_MILLIS) {
                 summary = true;
                 refusals = refusalsSinceSummary;
@@ -177,9 +228,9 @@ public class ReplicationRetryBackoff {
             log.warn("[{}] Replication to cluster {} is held at source position {}: the remote refused it ({}). It"
                     + " is sent again after {} ms, then with a delay doubling up to {} s, one message at a time;"
                     + " the messages after it wait behind it. Remove the cause on the remote cluster (for example"
-                    + " raise its topic-level max message size) or release the entry on the source"
-                    + " (docs/geo-replication.md, 'Releasing a held entry')", replicatorId, remoteCluster, held, why,
-                    delay, TimeUnit.MILLISECONDS.toSeconds(MAX_DELAY_MILLIS));
+                    + " raise its topic-level max message size), or give the message up: 'topics skip' on the"
+                    + " replicator cursor, then unload the topic on the remote cluster", replicatorId, remoteCluster,
+                    held, why, delay, TimeUnit.MILLISECONDS.toSeconds(MAX_DELAY_MILLIS));
         } else if (summary) {
             log.warn("[{}] Replication to cluster {} still held at source position {} for {} s: {} attempt(s), {}"
                     + " refusal(s) in the last {} s, next attempt in {} ms, last reason: {}", replicatorId,
@@ -189,29 +240,51 @@ public class ReplicationRetryBackoff {
             log.debug("[{}] Replication to cluster {} held at {}: attempt {}, next in {} ms ({})", replicatorId,
                     remoteCluster, held, attemptsNow, delay, why);
         }
-        try {
-            scheduler.schedule(this::retryDue, delay);
-        } catch (RejectedExecutionException e) {
-            // The broker's executor is shutting down: the replicator goes with it.
-            synchronized (this) {
-                pending = null;
-            }
-            return -1;
-        }
         return delay;
     }
 
-    private void retryDue() {
-        List<Runnable> due;
+    // Schedules the retries pending now: they run after delayMillis, unless released or closed before.
+    private boolean schedule(long delayMillis) {
         synchronized (this) {
-            due = pending;
-            pending = null;
-            if (closed) {
-                return;
+            List<Runnable> due = pending;
+            if (due == null) {
+                return false;
+            }
+            try {
+                pendingTimer = scheduler.schedule(() -> retryDue(due), delayMillis);
+                return true;
+            } catch (RejectedExecutionException e) {
+                // The broker's executor is shutting down: the replicator goes with it.
+                pending = null;
+                return false;
             }
         }
-        if (due == null) {
-            return;
+    }
+
+    private long retryReleased(Runnable retry) {
+        synchronized (this) {
+            if (closed) {
+                return -1;
+            }
+            if (pending != null) {
+                pending.add(retry);
+                return -1;
+            }
+            pending = new ArrayList<>();
+            pending.add(retry);
+            return schedule(0) ? 0 : -1;
+        }
+    }
+
+    // Runs the retries of one timer; a timer whose retries were already run (released early) finds other ones, or
+    // none, pending, and leaves them.
+    private void retryDue(List<Runnable> due) {
+        synchronized (this) {
+            if (pending != due || closed) {
+                return;
+            }
+            pending = null;
+            pendingTimer = null;
         }
         if (!running.getAsBoolean()) {
             log.info("[{}] A resend to cluster {} came due after the replicator stopped: dropped", replicatorId,
@@ -230,7 +303,7 @@ public class ReplicationRetryBackoff {
     /**
      * The remote stored the message at {@code position}. The held one ends the hold and resets the delay; so does
      * a later one once the held entry left the backlog (an operator skipped it). Any other (sent before the refused
-     * message, or stored by a remote without our fence while the held one is still refused) does not.
+     * message, or stored by a remote without the publish fence while the held one is still refused) does not.
      */
     public void onSuccess(Position position) {
         Position held = heldPosition;
@@ -260,14 +333,20 @@ public class ReplicationRetryBackoff {
      */
     public void released(Position position, String why) {
         Position held;
+        Future<?> timer;
         synchronized (this) {
             held = heldPosition;
             if (held == null || !held.equals(position)) {
                 return;
             }
             reset();
+            // The retry waiting for its delay rewinds past the released entry: it need not wait any longer.
+            timer = pendingTimer;
         }
         log.info("[{}] Replication to cluster {} no longer held at {}: {}", replicatorId, remoteCluster, held, why);
+        if (timer != null && timer.cancel(false)) {
+            schedule(0);
+        }
     }
 
     private boolean endsHold(Position stored, Position held) {
@@ -285,11 +364,27 @@ public class ReplicationRetryBackoff {
         refusalsSinceSummary = 0;
     }
 
-    /** The replicator stopped: a retry that comes due later does nothing. */
+    /** The replicator stopped: a retry that comes due later does nothing, and the gauges are removed. */
     public void close() {
+        Future<?> timer;
         synchronized (this) {
+            if (closed) {
+                return;
+            }
             closed = true;
             pending = null;
+            timer = pendingTimer;
+            pendingTimer = null;
+        }
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        for (AutoCloseable gauge : gauges) {
+            try {
+                gauge.close();
+            } catch (Exception e) {
+                log.warn("[{}] Failed to remove a replication gauge: {}", replicatorId, e.toString());
+            }
         }
     }
 

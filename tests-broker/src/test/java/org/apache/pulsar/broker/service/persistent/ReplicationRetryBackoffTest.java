@@ -25,11 +25,20 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.Meter;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.metrics.data.LongPointData;
+import io.opentelemetry.sdk.metrics.data.MetricData;
+import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -54,8 +63,8 @@ public class ReplicationRetryBackoffTest {
     private static final String TOO_LARGE = "org.apache.pulsar.client.api.PulsarClientException$NotAllowedException:"
             + " Message size is larger than max message size";
 
-    /** A task scheduled with its delay; the test runs it. */
-    private record Scheduled(Runnable task, long delayMillis) {
+    /** A task scheduled with its delay; the test runs it, unless its timer was cancelled. */
+    private record Scheduled(Runnable task, long delayMillis, CompletableFuture<Void> timer) {
     }
 
     private final List<Scheduled> scheduled = new ArrayList<>();
@@ -74,9 +83,18 @@ public class ReplicationRetryBackoffTest {
         running.set(true);
         skipped.clear();
         log = mock(Logger.class);
-        backoff = new ReplicationRetryBackoff("repl-test", "r2",
-                (task, delayMillis) -> scheduled.add(new Scheduled(task, delayMillis)), now::get, running::get,
-                skipped::contains, log);
+        backoff = newBackoff(null, null);
+    }
+
+    private ReplicationRetryBackoff newBackoff(Meter meter, Attributes attributes) {
+        return new ReplicationRetryBackoff("repl-test", "r2", this::schedule, now::get, running::get,
+                skipped::contains, log, meter, () -> attributes);
+    }
+
+    private CompletableFuture<Void> schedule(Runnable task, long delayMillis) {
+        CompletableFuture<Void> timer = new CompletableFuture<>();
+        scheduled.add(new Scheduled(task, delayMillis, timer));
+        return timer;
     }
 
     /** A call to the logger at {@code level} (warn, info, ...): its format and its arguments. */
@@ -104,11 +122,13 @@ public class ReplicationRetryBackoffTest {
         return lines;
     }
 
-    // Runs the task scheduled last (exactly one must be waiting) after its delay has passed.
+    // Runs the task scheduled last (exactly one timer must be waiting) after its delay has passed.
     private long runDue() {
+        scheduled.removeIf(s -> s.timer().isCancelled());
         assertEquals(scheduled.size(), 1, "one retry scheduled");
         Scheduled due = scheduled.remove(0);
         now.addAndGet(due.delayMillis());
+        due.timer().complete(null);
         due.task().run();
         return due.delayMillis();
     }
@@ -226,13 +246,16 @@ public class ReplicationRetryBackoffTest {
         AtomicInteger resends = new AtomicInteger();
         backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
         backoff.onRefusal(E4, TOO_LARGE, resends::incrementAndGet);
+        Scheduled waiting = scheduled.get(0);
         backoff.close();
-        runDue();
+        assertTrue(waiting.timer().isCancelled(), "close cancels the timer");
+        // A timer that fires anyway (it was running when cancelled) does nothing.
+        waiting.task().run();
         assertEquals(resends.get(), 0, "a closed replicator's pending retry must not start reads again");
         assertFalse(backoff.isRetryPending());
         // Nothing is scheduled after close.
         assertEquals(backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet), -1L);
-        assertTrue(scheduled.isEmpty());
+        assertEquals(scheduled, List.of(waiting));
         assertEquals(resends.get(), 0);
     }
 
@@ -251,9 +274,78 @@ public class ReplicationRetryBackoffTest {
     public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
         ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
             throw new RejectedExecutionException("shutting down");
-        }, now::get, running::get, skipped::contains, log);
+        }, now::get, running::get, skipped::contains, log, null, null);
         assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
         assertFalse(shuttingDown.isRetryPending());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void releasingTheHeldEntryRunsItsWaitingRetryAtOnce() {
+        AtomicInteger resends = new AtomicInteger();
+        for (int i = 0; i < 4; i++) {
+            backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet);
+            runDue();
+        }
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet), 1_600L);
+        Scheduled waiting = scheduled.get(0);
+        // The operator skips E3: the rewind past it need not wait 1.6 s more.
+        skipped.add(E3);
+        backoff.released(E3, "the entry was skipped or expired on the source");
+        assertTrue(waiting.timer().isCancelled(), "the timer of the released entry's retry is cancelled");
+        assertEquals(runDue(), 0L);
+        assertEquals(resends.get(), 5);
+        assertFalse(backoff.isHeld());
+        assertFalse(backoff.isRetryPending());
+        // The cancelled timer, had it fired anyway, finds nothing to run.
+        waiting.task().run();
+        assertEquals(resends.get(), 5);
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void aRefusalOfAnEntryAlreadyReleasedHoldsNothing() {
+        AtomicInteger resends = new AtomicInteger();
+        // E3's send was in flight when the operator skipped it; the remote's refusal arrives afterwards.
+        skipped.add(E3);
+        assertEquals(backoff.onRefusal(E3, TOO_LARGE, resends::incrementAndGet), 0L);
+        assertFalse(backoff.isHeld());
+        assertEquals(runDue(), 0L);
+        assertEquals(resends.get(), 1);
+        assertTrue(lines().isEmpty(), "nothing held, nothing logged: " + lines());
+    }
+
+    @Test(groups = FORK_ONLY)
+    public void gaugesNameTheHeldTopicUntilItResumesAndCloseRemovesThemAndTheTimer() {
+        Attributes topic = Attributes.of(AttributeKey.stringKey("pulsar.topic"), "persistent://t/ns/held",
+                AttributeKey.stringKey("pulsar.replication.remote.cluster.name"), "r2");
+        InMemoryMetricReader reader = InMemoryMetricReader.create();
+        try (SdkMeterProvider meters = SdkMeterProvider.builder().registerMetricReader(reader).build()) {
+            ReplicationRetryBackoff measured = newBackoff(meters.get("test"), topic);
+            assertTrue(points(reader).isEmpty(), "no point while not held");
+            measured.onRefusal(E3, TOO_LARGE, () -> { });
+            runDue();
+            measured.onRefusal(E3, TOO_LARGE, () -> { });
+            now.addAndGet(90_000);
+            Map<String, LongPointData> held = points(reader);
+            assertEquals(held.keySet(), Set.of(ReplicationRetryBackoff.HELD_DURATION_GAUGE,
+                    ReplicationRetryBackoff.HELD_ATTEMPTS_GAUGE));
+            assertEquals(held.get(ReplicationRetryBackoff.HELD_DURATION_GAUGE).getValue(), 90L);
+            assertEquals(held.get(ReplicationRetryBackoff.HELD_ATTEMPTS_GAUGE).getValue(), 2L);
+            assertEquals(held.get(ReplicationRetryBackoff.HELD_DURATION_GAUGE).getAttributes(), topic);
+            Scheduled waiting = scheduled.get(0);
+            measured.close();
+            assertTrue(waiting.timer().isCancelled(), "close cancels the waiting retry's timer");
+            assertTrue(points(reader).isEmpty(), "a closed replicator reports nothing");
+        }
+    }
+
+    private static Map<String, LongPointData> points(InMemoryMetricReader reader) {
+        Map<String, LongPointData> points = new HashMap<>();
+        for (MetricData metric : reader.collectAllMetrics()) {
+            for (LongPointData point : metric.getLongGaugeData().getPoints()) {
+                points.put(metric.getName(), point);
+            }
+        }
+        return points;
     }
 
     @Test(groups = FORK_ONLY)
@@ -288,6 +380,6 @@ public class ReplicationRetryBackoffTest {
                 "no stack trace for a refusal");
         Line first = lines.get(0);
         assertTrue(first.args().contains("r2") && first.args().contains(TOO_LARGE)
-                && first.args().contains(E3) && first.format().contains("Releasing a held entry"), first.toString());
+                && first.args().contains(E3) && first.format().contains("'topics skip' on the replicator cursor"), first.toString());
     }
 }
