@@ -380,6 +380,7 @@ public class ReplicationRetryBackoffTest {
                 "no stack trace for a refusal");
         Line first = lines.get(0);
         assertTrue(first.args().contains("r2") && first.args().contains(TOO_LARGE)
-                && first.args().contains(E3) && first.format().contains("'topics skip' on the replicator cursor"), first.toString());
+                && first.args().contains(E3) && first.format().contains("'topics skip' on the replicator cursor"),
+                first.toString());
     }
 }
