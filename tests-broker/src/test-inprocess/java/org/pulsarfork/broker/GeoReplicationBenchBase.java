@@ -133,13 +133,29 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
         };
     }
 
+    /** A consumer on the remote topic, from its earliest message. */
+    protected Consumer<String> remoteConsumer(String topic) throws Exception {
+        return client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+    }
+
+    /** A producer on the source topic, one message per entry. */
+    protected Producer<String> sourceProducer(String topic) throws Exception {
+        return client1.newProducer(Schema.STRING).topic(topic).enableBatching(false).create();
+    }
+
     /** The rejection records stats-internal shows on the source's replicator cursor. */
     protected Map<String, Long> rejectionMarkers(String topic) throws Exception {
+        return replicatorCursorProperties(topic, PROPERTY_PREFIX);
+    }
+
+    /** The properties starting with {@code prefix} that stats-internal shows on the source's replicator cursor. */
+    protected Map<String, Long> replicatorCursorProperties(String topic, String prefix) throws Exception {
         Map<String, Long> markers = new TreeMap<>();
         admin1.topics().getInternalStats(topic).cursors.forEach((name, cursor) -> {
             if (name.startsWith("pulsar.repl") && cursor.properties != null) {
                 cursor.properties.forEach((key, value) -> {
-                    if (key.startsWith(PROPERTY_PREFIX)) {
+                    if (key.startsWith(prefix)) {
                         markers.put(key, value);
                     }
                 });

@@ -29,7 +29,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -52,7 +51,6 @@ import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
-import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.common.naming.TopicName;
 import org.pulsarfork.bench.BenchGroups;
 import org.testng.annotations.Test;
@@ -84,10 +82,8 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         waitReplicatorStarted(topic);
         limitRemoteMessageSize(topic);
         List<String> onRemote = new ArrayList<>();
-        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
-             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+        try (Consumer<String> remote = remoteConsumer(topic);
+             Producer<String> source = sourceProducer(topic)) {
             source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
             source.send("E4");
             source.send("E5");
@@ -156,10 +152,8 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         limitRemoteMessageSize(topic);
         List<String> onRemote = new ArrayList<>();
         String v1 = "v1:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE);
-        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
-             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+        try (Consumer<String> remote = remoteConsumer(topic);
+             Producer<String> source = sourceProducer(topic)) {
             source.newMessage().key("K").value(v1).send();
             source.newMessage().key("K").value("v2").send();
             await().atMost(WAIT).until(() -> {
@@ -230,15 +224,14 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         LoggerContext context = (LoggerContext) LogManager.getContext(false);
         Logger cursorLog = context.getLogger("org.apache.bookkeeper.mledger.impl.ManagedCursorImpl");
         Level cursorLevel = cursorLog.getLevel();
-        cursorLog.setLevel(Level.INFO);
         // Every log line of the broker and the replication client that names the topic, at INFO and above.
         context.getConfiguration().getRootLogger().addAppender(counter, Level.INFO, null);
         context.updateLoggers();
+        // After updateLoggers, which resets a level set on the logger itself.
+        cursorLog.setLevel(Level.INFO);
         List<String> onRemote = new ArrayList<>();
-        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
-             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+        try (Consumer<String> remote = remoteConsumer(topic);
+             Producer<String> source = sourceProducer(topic)) {
             source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
             // E3 alone, refused for the first half of the window.
             await().during(half).atMost(half.plusSeconds(10)).until(() -> {
@@ -327,10 +320,8 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         backoffLog.addAppender(held);
         backoffLog.setLevel(Level.INFO);
         List<String> onRemote = new ArrayList<>();
-        try (Consumer<String> remote = client2.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
-             Producer<String> source = client1.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+        try (Consumer<String> remote = remoteConsumer(topic);
+             Producer<String> source = sourceProducer(topic)) {
             MessageId e3 = source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
             source.send("E4");
             source.send("E5");
@@ -385,16 +376,6 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
     }
 
     private Map<String, Long> retryMarkers(String topic) throws Exception {
-        Map<String, Long> retry = new TreeMap<>();
-        admin1.topics().getInternalStats(topic).cursors.forEach((name, cursor) -> {
-            if (name.startsWith("pulsar.repl") && cursor.properties != null) {
-                cursor.properties.forEach((key, value) -> {
-                    if (key.startsWith("pulsar.replication.retry.")) {
-                        retry.put(key, value);
-                    }
-                });
-            }
-        });
-        return retry;
+        return replicatorCursorProperties(topic, "pulsar.replication.retry.");
     }
 }
