@@ -1,0 +1,166 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import static org.awaitility.Awaitility.await;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+import io.netty.buffer.ByteBuf;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.mledger.AsyncCallbacks;
+import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+/**
+ * A cursor whose cursor ledger cannot be created (bookies down or read-only) persists its acks in the
+ * metadata store (apache/pulsar #20935). Upstream does so only for a cursor with nothing after its
+ * position (#26485): a backlogged cursor's acks fail, and everything since its last record is delivered
+ * again once the bookies are back. The mock bookie refuses exactly one operation per {@code failNow}: the
+ * creation of the cursor ledger that the recovered cursor (which has none) needs for its next write.
+ */
+public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
+    // ZooKeeper's default jute.maxbuffer: a larger znode write drops the client's session.
+    private static final int ZOOKEEPER_DEFAULT_MAX_BUFFER = 0xfffff;
+
+    private int rangeCap;
+
+    @BeforeMethod(alwaysRun = true)
+    public void defaultCap() {
+        rangeCap = new ManagedLedgerConfig().getMaxUnackedRangesToPersist();
+    }
+
+    @Override
+    protected ManagedLedgerConfig config() {
+        ManagedLedgerConfig config = new ManagedLedgerConfig();
+        config.setMaxUnackedRangesToPersist(rangeCap);
+        return config;
+    }
+
+    /** A backlogged cursor's mark-delete and individual delete are durable, in the metadata store. */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aBackloggedCursorPersistsItsAcksInTheMetadataStore() throws Exception {
+        Scenario s = new Scenario("fallback-backlogged", true);
+        CallbackProbe.Outcome markDelete = s.probe.newOutcome("markDelete(p6)");
+        CallbackProbe.Outcome delete = s.probe.newOutcome("delete(p8)");
+
+        refuseNextCursorLedger();
+        s.cursor.asyncMarkDelete(s.p.get(6), s.probe.markDelete(markDelete), null);
+        await().atMost(WAIT).until(() -> markDelete.future.isDone());
+        refuseNextCursorLedger();
+        s.cursor.asyncDelete(s.p.get(8), s.probe.delete(delete), null);
+        await().atMost(WAIT).until(() -> delete.future.isDone());
+
+        assertTrue(markDelete.succeeded(), "markDelete(p6) with p7..p9 after it, no cursor ledger");
+        assertTrue(delete.succeeded(), "delete(p8) with p9 after it, no cursor ledger");
+        assertEquals(s.cursor.getState(), "NoLedger");
+        ManagedCursorImpl recovered = s.crash();
+        assertEquals(recovered.getMarkDeletedPosition(), s.p.get(6));
+        assertTrue(recovered.isMessageDeleted(s.p.get(8)), "delete(p8) reported durable, lost in a crash");
+        assertFalse(recovered.isMessageDeleted(s.p.get(7)));
+        assertEquals(s.probe.violations, List.of());
+    }
+
+    /**
+     * The fallback record has the cursor-ledger record's caps, so an ack past them is not completed by it:
+     * with a cap of one range, delete(p6) and delete(p8), each written while no cursor ledger can be created.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aFallbackRecordCompletesOnlyTheAcksItHolds() throws Exception {
+        rangeCap = 1;
+        Scenario s = new Scenario("fallback-cap", true);
+        List<CallbackProbe.Outcome> deletes = new ArrayList<>();
+        for (int i : new int[] {6, 8}) {
+            CallbackProbe.Outcome delete = s.probe.newOutcome("delete(p" + i + ")");
+            deletes.add(delete);
+            refuseNextCursorLedger();
+            s.cursor.asyncDelete(s.p.get(i), s.probe.delete(delete), null);
+            await().atMost(WAIT).until(() -> queued(s.cursor) == 0 && writesInFlight(s.cursor) == 0);
+        }
+        assertTrue(deletes.get(0).succeeded(), "delete(p6) is within the cap");
+        ManagedCursorImpl recovered = s.crash();
+        for (int i = 0; i < deletes.size(); i++) {
+            if (deletes.get(i).succeeded()) {
+                assertTrue(recovered.isMessageDeleted(s.p.get(6 + 2 * i)), deletes.get(i).name + " lost");
+            }
+        }
+        assertEquals(s.probe.violations, List.of());
+    }
+
+    /**
+     * The size of a metadata-store record per range, measured at upstream's metadata-store cap of 1,000
+     * ranges: the record at the default cursor-ledger cap of 10,000 must fit a znode. Printed for the docs.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 120_000)
+    public void aFallbackRecordAtTheDefaultRangeCapFitsAZnode() throws Exception {
+        int holes = new ManagedLedgerConfig().getMaxUnackedRangesToPersistInMetadataStore();
+        Scenario s = new Scenario("fallback-znode-size", true);
+        List<CompletableFuture<Position>> added = new ArrayList<>();
+        for (int i = 0; i < 2 * holes; i++) {
+            CompletableFuture<Position> f = new CompletableFuture<>();
+            s.ledger.asyncAddEntry(new byte[] {1}, new AsyncCallbacks.AddEntryCallback() {
+                @Override
+                public void addComplete(Position position, ByteBuf entryData, Object ctx) {
+                    f.complete(position);
+                }
+
+                @Override
+                public void addFailed(ManagedLedgerException e, Object ctx) {
+                    f.completeExceptionally(e);
+                }
+            }, null);
+            added.add(f);
+        }
+        List<Position> acked = new ArrayList<>();
+        for (int i = 1; i < added.size(); i += 2) {
+            acked.add(added.get(i).get());
+        }
+        CallbackProbe.Outcome delete = s.probe.newOutcome(holes + " holes");
+        refuseNextCursorLedger();
+        s.cursor.asyncDelete(acked, s.probe.delete(delete), null);
+        await().atMost(WAIT).until(() -> delete.future.isDone());
+        assertTrue(delete.succeeded(), "the deletes, in a metadata-store record");
+
+        byte[] znode = metadataStore.get("/managed-ledgers/fallback-znode-size/c1").get().orElseThrow().getValue();
+        assertEquals(s.cursor.getState(), "NoLedger");
+        ManagedCursorImpl recovered = s.crash();
+        int ranges = recovered.getTotalNonContiguousDeletedMessagesRange();
+        assertEquals(ranges, holes, "ranges recovered from the znode");
+        // Real ledger ids take up to 4 more bytes per endpoint than this test's small ones.
+        double bytesPerRange = (double) znode.length / ranges + 8;
+        long atDefaultCap = Math.round(bytesPerRange * rangeCap);
+        System.out.printf("fallback record: %d ranges in %d bytes; at the cap of %d ranges about %d bytes%n",
+                ranges, znode.length, rangeCap, atDefaultCap);
+        assertTrue(atDefaultCap < ZOOKEEPER_DEFAULT_MAX_BUFFER, atDefaultCap + " bytes");
+        assertEquals(s.probe.violations, List.of());
+    }
+
+    // The next bookie operation fails: here, the creation of the cursor ledger the next write needs.
+    private void refuseNextCursorLedger() {
+        bkc.failNow(BKException.Code.NotEnoughBookiesException);
+    }
+}
