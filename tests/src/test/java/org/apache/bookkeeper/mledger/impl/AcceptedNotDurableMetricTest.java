@@ -26,6 +26,7 @@ import io.opentelemetry.sdk.metrics.SdkMeterProvider;
 import io.opentelemetry.sdk.metrics.data.LongPointData;
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedLedger;
@@ -57,7 +58,7 @@ public class AcceptedNotDurableMetricTest extends CursorBenchBase {
                     new ManagedLedgerConfig().setThrottleMarkDelete(0.001));
             ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
             List<Position> p = openWithEntries(ledger, cursor, 10);
-            cursor.markDelete(p.get(1));
+            markDeleteTakingThePermit(cursor, p.get(1), Map.of());
             CallbackProbe probe = new CallbackProbe(cursor);
             CallbackProbe.Outcome first = probe.newOutcome("delete(p3)");
             CallbackProbe.Outcome second = probe.newOutcome("markDelete(p5)");

@@ -24,10 +24,13 @@ import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.apache.bookkeeper.mledger.AsyncCallbacks;
 import org.apache.bookkeeper.mledger.Entry;
+import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
@@ -109,6 +112,27 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
         Field f = ManagedCursorImpl.class.getDeclaredField("lock");
         f.setAccessible(true);
         return (ReentrantReadWriteLock) f.get(cursor);
+    }
+
+    /**
+     * A mark-delete through the asynchronous API, waited for: a fresh limiter grants it its one permit, so it is
+     * durable when this returns. The synchronous markDelete takes no permit: the limiter never defers it.
+     */
+    protected static void markDeleteTakingThePermit(ManagedCursor cursor, Position position,
+            Map<String, Long> properties) throws Exception {
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        cursor.asyncMarkDelete(position, properties, new AsyncCallbacks.MarkDeleteCallback() {
+            @Override
+            public void markDeleteComplete(Object ctx) {
+                written.complete(null);
+            }
+
+            @Override
+            public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+                written.completeExceptionally(exception);
+            }
+        }, null);
+        written.get(WAIT.toSeconds(), TimeUnit.SECONDS);
     }
 
     /** Replaces the cursor's mark-delete rate limiter by one that never grants and stops its first caller. */

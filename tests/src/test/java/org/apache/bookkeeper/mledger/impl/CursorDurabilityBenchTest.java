@@ -26,6 +26,7 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import com.google.common.util.concurrent.GatedRateLimiter;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -73,7 +74,7 @@ public class CursorDurabilityBenchTest extends CursorBenchBase {
             ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig().setThrottleMarkDelete(NO_PERMIT_RATE));
             this.cursor = (ManagedCursorImpl) ledger.openCursor("c1");
             this.p = openWithEntries(ledger, cursor, 10);
-            cursor.markDelete(p.get(durable));
+            markDeleteTakingThePermit(cursor, p.get(durable), Map.of());
             this.probe = new CallbackProbe(cursor);
         }
 

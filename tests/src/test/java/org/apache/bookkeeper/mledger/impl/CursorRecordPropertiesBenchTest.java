@@ -56,7 +56,7 @@ public class CursorRecordPropertiesBenchTest extends CursorBenchBase {
             ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig().setThrottleMarkDelete(NO_PERMIT_RATE));
             this.cursor = (ManagedCursorImpl) ledger.openCursor("c1");
             this.p = openWithEntries(ledger, cursor, 10);
-            cursor.markDelete(p.get(1), Map.of("k", 1L));
+            markDeleteTakingThePermit(cursor, p.get(1), Map.of("k", 1L));
             this.probe = new CallbackProbe(cursor);
             this.delete = probe.newOutcome("delete(p5)");
             this.md = probe.newOutcome("markDelete(p6, {k=6})");

@@ -24,6 +24,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import com.google.common.util.concurrent.GatedRateLimiter;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -59,7 +60,7 @@ public class ThrottledAckDeadlockBenchTest extends CursorBenchBase {
                 new ManagedLedgerConfig().setThrottleMarkDelete(0.001));
         ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
         List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(1));
+        markDeleteTakingThePermit(cursor, p.get(1), Map.of());
         CallbackProbe probe = new CallbackProbe(cursor);
         cursor.asyncDelete(p.get(3), probe.delete(probe.newOutcome("delete(p3)")), null);
         GatedRateLimiter gate = installGatedLimiter(cursor, 0.001);

@@ -74,13 +74,38 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
             this.cursor = (ManagedCursorImpl) ledger.openCursor(cursorName);
             this.p = openWithEntries(ledger, cursor, 10);
             // A fresh limiter grants its first request: this write is durable before the test starts.
-            cursor.markDelete(p.get(1), firstProperties);
+            markDeleteTakingThePermit(cursor, p.get(1), firstProperties);
             this.probe = new CallbackProbe(cursor);
         }
 
         ManagedCursorImpl crash() throws Exception {
             return crashAndRecover(name, cursor.getName());
         }
+    }
+
+    /**
+     * The synchronous API is not deferred by the limiter: its caller waits for the durable write, and the broker
+     * calls it on shared threads (the backlog-quota trim). Each call returns well within one limiter period and
+     * its effect survives a crash. Upstream returns at once, with nothing written.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void theSynchronousApiWritesAtOnceUnderTheLimiter() throws Exception {
+        Throttled md = new Throttled("sync-mark-delete", "c1", NO_PERMIT_RATE, Map.of());
+        md.cursor.markDelete(md.p.get(3));
+        assertEquals(md.crash().getMarkDeletedPosition(), md.p.get(3), "markDelete(p3)");
+
+        Throttled delete = new Throttled("sync-delete", "c1", NO_PERMIT_RATE, Map.of());
+        delete.cursor.delete(delete.p.get(5));
+        assertTrue(delete.crash().isMessageDeleted(delete.p.get(5)), "delete(p5)");
+
+        Throttled skip = new Throttled("sync-skip", "c1", NO_PERMIT_RATE, Map.of());
+        skip.cursor.skipEntries(2, ManagedCursor.IndividualDeletedEntries.Include);
+        assertEquals(skip.crash().getMarkDeletedPosition(), skip.p.get(3), "skipEntries(2) from p1");
+
+        Throttled clear = new Throttled("sync-clear-backlog", "c1", NO_PERMIT_RATE, Map.of());
+        clear.cursor.clearBacklog();
+        // The recovered ledger has a new, empty ledger: the mark-delete position may be its start.
+        assertEquals(clear.crash().getNumberOfEntriesInBacklog(false), 0L, "clearBacklog()");
     }
 
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)

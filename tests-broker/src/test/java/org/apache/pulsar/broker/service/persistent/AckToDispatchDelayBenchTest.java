@@ -64,7 +64,7 @@ public class AckToDispatchDelayBenchTest extends SubscriptionBenchBase {
             return null;
         }).when(dispatcher).afterAckMessages(isNull(), any());
         // Stubbing can outlast a limiter period and leave a permit for the ack below: spend it.
-        cursor.markDelete(p.get(2));
+        markDeleteTakingThePermit(p.get(2), Map.of());
         long periodMillis = (long) (1000 / rate);
 
         long start = System.nanoTime();

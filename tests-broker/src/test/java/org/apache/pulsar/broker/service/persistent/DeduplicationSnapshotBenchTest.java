@@ -55,7 +55,8 @@ public class DeduplicationSnapshotBenchTest extends SubscriptionBenchBase {
 
             // A first snapshot, written at once: it takes the limiter's permit. Every later one is throttled.
             ManagedCursor dedupCursor = deduplication.getManagedCursor();
-            dedupCursor.markDelete(dedupLedger.addEntry("message-0".getBytes()), Map.of(PRODUCER, 0L));
+            markDeleteTakingThePermit(dedupCursor, dedupLedger.addEntry("message-0".getBytes()),
+                    Map.of(PRODUCER, 0L));
 
             // A snapshot per message, each taken on the calling thread.
             for (long sequenceId = 1; sequenceId <= 2; sequenceId++) {
