@@ -46,6 +46,8 @@ import org.testng.annotations.Test;
 public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     // ZooKeeper's default jute.maxbuffer: a larger znode write drops the client's session.
     private static final int ZOOKEEPER_DEFAULT_MAX_BUFFER = 0xfffff;
+    // 5.0 names the metric attributes of a truncated record after the topic: ledgers are named as topics.
+    private static final String TOPIC = "public/default/persistent/";
 
     private int rangeCap;
 
@@ -64,7 +66,7 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     /** A backlogged cursor's mark-delete and individual delete are durable, in the metadata store. */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aBackloggedCursorPersistsItsAcksInTheMetadataStore() throws Exception {
-        Scenario s = new Scenario("fallback-backlogged", true);
+        Scenario s = new Scenario(TOPIC + "fallback-backlogged", true);
         CallbackProbe.Outcome markDelete = s.probe.newOutcome("markDelete(p6)");
         CallbackProbe.Outcome delete = s.probe.newOutcome("delete(p8)");
 
@@ -92,7 +94,7 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aFallbackRecordCompletesOnlyTheAcksItHolds() throws Exception {
         rangeCap = 1;
-        Scenario s = new Scenario("fallback-cap", true);
+        Scenario s = new Scenario(TOPIC + "fallback-cap", true);
         List<CallbackProbe.Outcome> deletes = new ArrayList<>();
         for (int i : new int[] {6, 8}) {
             CallbackProbe.Outcome delete = s.probe.newOutcome("delete(p" + i + ")");
@@ -118,7 +120,7 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     @Test(groups = FORK_ONLY, timeOut = 120_000)
     public void aFallbackRecordAtTheDefaultRangeCapFitsAZnode() throws Exception {
         int holes = new ManagedLedgerConfig().getMaxUnackedRangesToPersistInMetadataStore();
-        Scenario s = new Scenario("fallback-znode-size", true);
+        Scenario s = new Scenario(TOPIC + "fallback-znode-size", true);
         List<CompletableFuture<Position>> added = new ArrayList<>();
         for (int i = 0; i < 2 * holes; i++) {
             CompletableFuture<Position> f = new CompletableFuture<>();
@@ -145,7 +147,8 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
         await().atMost(WAIT).until(() -> delete.future.isDone());
         assertTrue(delete.succeeded(), "the deletes, in a metadata-store record");
 
-        byte[] znode = metadataStore.get("/managed-ledgers/fallback-znode-size/c1").get().orElseThrow().getValue();
+        String path = "/managed-ledgers/" + TOPIC + "fallback-znode-size/c1";
+        byte[] znode = metadataStore.get(path).get().orElseThrow().getValue();
         assertEquals(s.cursor.getState(), "NoLedger");
         ManagedCursorImpl recovered = s.crash();
         int ranges = recovered.getTotalNonContiguousDeletedMessagesRange();
