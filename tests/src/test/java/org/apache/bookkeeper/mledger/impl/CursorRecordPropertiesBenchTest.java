@@ -92,6 +92,36 @@ public class CursorRecordPropertiesBenchTest extends CursorBenchBase {
     }
 
     /**
+     * An individual delete passes no properties and inherits the newest ones: those of markDelete(p3, {k=3}),
+     * applied before it, not those of an older write still queued ({k=2}, a flush behind a read). Upstream
+     * takes the last queued entry's, which then overwrite the newer ones in the latest state.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aDeleteInheritsThePropertiesOfTheNewestMarkDelete() throws Exception {
+        String name = "properties-inherited";
+        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig().setThrottleMarkDelete(NO_PERMIT_RATE));
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, 10);
+        markDeleteTakingThePermit(cursor, p.get(1), Map.of("k", 1L));
+        CallbackProbe probe = new CallbackProbe(cursor);
+        CompletableFuture<Void> read = holdOneRead(cursor);
+        cursor.asyncMarkDelete(p.get(2), Map.of("k", 2L), probe.markDelete(probe.newOutcome("markDelete(p2)")), null);
+        cursor.flush();
+        CallbackProbe.Outcome md3 = probe.newOutcome("markDelete(p3, {k=3})");
+        cursor.asyncMarkDelete(p.get(3), Map.of("k", 3L), probe.markDelete(md3), null);
+        cursor.asyncDelete(p.get(6), probe.delete(probe.newOutcome("delete(p6)")), null);
+        read.complete(null);
+        await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+
+        cursor.flush();
+        await().atMost(WAIT).until(md3.future::isDone);
+        assertTrue(md3.succeeded());
+        assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(3L),
+                "markDelete(p3, {k=3}) reported durable");
+        assertEquals(probe.violations, List.of());
+    }
+
+    /**
      * Closed instead: the close persists the queued ack's position with the properties of the newest
      * mark-delete, which it then reports durable.
      */
