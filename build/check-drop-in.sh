@@ -22,7 +22,8 @@
 # A drop-in jar must hold every upstream entry, except that the classes of a patched file (outer,
 # nested, anonymous) come only from our compile output: a stale upstream Outer$7.class left beside
 # our recompiled Outer would be loaded by nobody but would hide a numbering shift.
-# Then its classes must be at the upstream jar's bytecode level (check-bytecode-level.sh, run with
+# Then every class of ours in it must be used (check-no-dead-classes.sh), and its classes must be at
+# the upstream jar's bytecode level (check-bytecode-level.sh, run with
 # the java launcher JAVA; RELEASE is the release the module compiled at).
 set -euo pipefail
 target=$1
@@ -70,4 +71,5 @@ fi
 echo "drop-in check: $(basename "$jar"): $(wc -l < "$tmp/ours") entries;" \
   "$(wc -l < "$tmp/kept2") upstream entries kept, $(wc -l < "$tmp/ours-replaced") replaced by ours," \
   "$(comm -13 "$tmp/upstream" "$tmp/ours" | grep -c . || true) added"
+bash "$(dirname "$0")/check-no-dead-classes.sh" "$target"
 bash "$(dirname "$0")/check-bytecode-level.sh" "$target" "$jar" "$java" "$release"
