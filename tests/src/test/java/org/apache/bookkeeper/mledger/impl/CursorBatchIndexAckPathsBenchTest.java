@@ -137,6 +137,7 @@ public class CursorBatchIndexAckPathsBenchTest extends CursorBenchBase {
         assertRecovered(s);
         nextWrite.complete(null);
         await().atMost(WAIT).until(later.future::isDone);
+        assertTrue(later.succeeded(), "delete(p9), once the bookies take its write");
     }
 
     private void assertRecovered(Scenario s) throws Exception {

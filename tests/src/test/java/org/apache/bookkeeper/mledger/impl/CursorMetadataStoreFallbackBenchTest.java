@@ -49,17 +49,17 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     // 5.0 names the metric attributes of a truncated record after the topic: ledgers are named as topics.
     private static final String TOPIC = "public/default/persistent/";
 
-    private int rangeCap;
+    private int rangesInMetadataStore;
 
     @BeforeMethod(alwaysRun = true)
-    public void defaultCap() {
-        rangeCap = new ManagedLedgerConfig().getMaxUnackedRangesToPersist();
+    public void defaultBound() {
+        rangesInMetadataStore = new ManagedLedgerConfig().getMaxUnackedRangesToPersistInMetadataStore();
     }
 
     @Override
     protected ManagedLedgerConfig config() {
         ManagedLedgerConfig config = new ManagedLedgerConfig();
-        config.setMaxUnackedRangesToPersist(rangeCap);
+        config.setMaxUnackedRangesToPersistInMetadataStore(rangesInMetadataStore);
         return config;
     }
 
@@ -88,34 +88,34 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     }
 
     /**
-     * The fallback record has the cursor-ledger record's caps, so an ack past them is not completed by it:
-     * with a cap of one range, delete(p6) and delete(p8), each written while no cursor ledger can be created.
+     * A backlogged cursor falls back only while its state fits a metadata-store record (at most
+     * maxUnackedRangesToPersistInMetadataStore ranges, here one): past that its ack fails as upstream's did,
+     * applied in memory and not lost from the record written before.
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
-    public void aFallbackRecordCompletesOnlyTheAcksItHolds() throws Exception {
-        rangeCap = 1;
-        Scenario s = new Scenario(TOPIC + "fallback-cap", true);
-        List<CallbackProbe.Outcome> deletes = new ArrayList<>();
-        for (int i : new int[] {6, 8}) {
-            CallbackProbe.Outcome delete = s.probe.newOutcome("delete(p" + i + ")");
-            deletes.add(delete);
-            refuseNextCursorLedger();
-            s.cursor.asyncDelete(s.p.get(i), s.probe.delete(delete), null);
-            await().atMost(WAIT).until(() -> queued(s.cursor) == 0 && writesInFlight(s.cursor) == 0);
-        }
-        assertTrue(deletes.get(0).succeeded(), "delete(p6) is within the cap");
+    public void aBackloggedCursorFallsBackOnlyWithARecordThatFitsTheMetadataStore() throws Exception {
+        rangesInMetadataStore = 1;
+        Scenario s = new Scenario(TOPIC + "fallback-bound", true);
+        CallbackProbe.Outcome first = s.probe.newOutcome("delete(p6)");
+        CallbackProbe.Outcome second = s.probe.newOutcome("delete(p8)");
+        refuseNextCursorLedger();
+        s.cursor.asyncDelete(s.p.get(6), s.probe.delete(first), null);
+        await().atMost(WAIT).until(first.future::isDone);
+        assertTrue(first.succeeded(), "one range fits the metadata store");
+        refuseNextCursorLedger();
+        s.cursor.asyncDelete(s.p.get(8), s.probe.delete(second), null);
+        await().atMost(WAIT).until(second.future::isDone);
+        assertFalse(second.succeeded(), "two ranges do not");
+        assertTrue(s.cursor.isMessageDeleted(s.p.get(8)), "applied in memory");
+
         ManagedCursorImpl recovered = s.crash();
-        for (int i = 0; i < deletes.size(); i++) {
-            if (deletes.get(i).succeeded()) {
-                assertTrue(recovered.isMessageDeleted(s.p.get(6 + 2 * i)), deletes.get(i).name + " lost");
-            }
-        }
+        assertTrue(recovered.isMessageDeleted(s.p.get(6)), "delete(p6) reported durable, lost in a crash");
         assertEquals(s.probe.violations, List.of());
     }
 
     /**
-     * The size of a metadata-store record per range, measured at upstream's metadata-store cap of 1,000
-     * ranges: the record at the default cursor-ledger cap of 10,000 must fit a znode. Printed for the docs.
+     * The largest record a backlogged cursor writes to the metadata store, at the default bound of 1,000
+     * ranges, must fit a znode. Its size is printed for the docs.
      */
     @Test(groups = FORK_ONLY, timeOut = 120_000)
     public void aFallbackRecordAtTheDefaultRangeCapFitsAZnode() throws Exception {
@@ -154,11 +154,10 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
         int ranges = recovered.getTotalNonContiguousDeletedMessagesRange();
         assertEquals(ranges, holes, "ranges recovered from the znode");
         // Real ledger ids take up to 4 more bytes per endpoint than this test's small ones.
-        double bytesPerRange = (double) znode.length / ranges + 8;
-        long atDefaultCap = Math.round(bytesPerRange * rangeCap);
-        System.out.printf("fallback record: %d ranges in %d bytes; at the cap of %d ranges about %d bytes%n",
-                ranges, znode.length, rangeCap, atDefaultCap);
-        assertTrue(atDefaultCap < ZOOKEEPER_DEFAULT_MAX_BUFFER, atDefaultCap + " bytes");
+        long withRealLedgerIds = znode.length + 8L * ranges;
+        System.out.printf("fallback record: %d ranges in %d bytes, about %d with real ledger ids%n",
+                ranges, znode.length, withRealLedgerIds);
+        assertTrue(withRealLedgerIds < ZOOKEEPER_DEFAULT_MAX_BUFFER, withRealLedgerIds + " bytes");
         assertEquals(s.probe.violations, List.of());
     }
 

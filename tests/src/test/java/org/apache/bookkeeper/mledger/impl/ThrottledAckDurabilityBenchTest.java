@@ -106,6 +106,23 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
         clear.cursor.clearBacklog();
         // The recovered ledger has a new, empty ledger: the mark-delete position may be its start.
         assertEquals(clear.crash().getNumberOfEntriesInBacklog(false), 0L, "clearBacklog()");
+
+        // The admin's clear-backlog and skip go through the asynchronous calls: written at once too.
+        Throttled adminClear = new Throttled("async-clear-backlog", "c1", NO_PERMIT_RATE, Map.of());
+        CompletableFuture<Void> cleared = new CompletableFuture<>();
+        adminClear.cursor.asyncClearBacklog(new AsyncCallbacks.ClearBacklogCallback() {
+            @Override
+            public void clearBacklogComplete(Object ctx) {
+                cleared.complete(null);
+            }
+
+            @Override
+            public void clearBacklogFailed(ManagedLedgerException exception, Object ctx) {
+                cleared.completeExceptionally(exception);
+            }
+        }, null);
+        cleared.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertEquals(adminClear.crash().getNumberOfEntriesInBacklog(false), 0L, "asyncClearBacklog()");
     }
 
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
