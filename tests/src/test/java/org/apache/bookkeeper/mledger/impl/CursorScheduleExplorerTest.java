@@ -174,6 +174,31 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 + " steps for " + kind + ": " + run.violations() + "\n" + run.trace());
     }
 
+    /** What the schedules found: violations by kind with the first trace of each, and the failing seeds. */
+    private static final class Tally {
+        final Map<String, Integer> coverage = new TreeMap<>();
+        final Map<String, Integer> kindCounts = new TreeMap<>();
+        final Map<String, String> firstByKind = new LinkedHashMap<>();
+        final List<Long> failingSeeds = new ArrayList<>();
+        int violations;
+        int hungSchedules;
+        int ran;
+
+        // Adds a violating run; true when it is among the first {@code printed} violating schedules.
+        boolean add(long seed, ExplorerRun run, int printed) {
+            if (run.violations().stream().anyMatch(v -> v.kind.startsWith("callback-never-fired"))) {
+                hungSchedules++;
+            }
+            failingSeeds.add(seed);
+            violations += run.violations().size();
+            for (ExplorerRun.Violation v : run.violations()) {
+                kindCounts.merge(v.kind, 1, Integer::sum);
+                firstByKind.computeIfAbsent(v.kind, k -> v.detail + "\n" + run.trace());
+            }
+            return failingSeeds.size() <= printed;
+        }
+    }
+
     private void explore() throws Exception {
         // A long run needs one execution of the test, not the three the bench runs every test class in.
         String executions = System.getProperty("explorer.executions");
@@ -191,9 +216,6 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
         // sets both).
         int schedules = replay != null ? repeat : Integer.getInteger("explorer.schedules",
                 ours ? 10_000 : Integer.getInteger("explorer.upstreamSchedules", 2_000));
-        long maxNanos = TimeUnit.SECONDS.toNanos(Long.getLong("explorer.maxSeconds", 240L));
-        long hangMillis = Long.getLong("explorer.hangMillis", 1_000L);
-        int printedFailures = Integer.getInteger("explorer.printFailures", 5);
         String jar = (ours ? "ours" : "upstream") + " " + System.getProperty("pulsar.line", "?");
 
         ManagedLedgerFactoryImpl recovery = new ManagedLedgerFactoryImpl(metadataStore, bkc);
@@ -202,64 +224,66 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 recovery.getScheduledExecutor());
         ExplorerHarness harness = new ExplorerHarness(bkc, metadataStore, executors);
 
-        Map<String, Integer> coverage = new TreeMap<>();
-        Map<String, Integer> kindCounts = new TreeMap<>();
-        Map<String, String> firstByKind = new LinkedHashMap<>();
-        List<Long> failingSeeds = new ArrayList<>();
-        int violations = 0;
-        int hungSchedules = 0;
-        int ran = 0;
+        long start = System.nanoTime();
+        Tally tally = runSchedules(first, schedules, replay != null, repeat, recovery, harness, ours);
+        String summary = summary(tally, jar, first, (System.nanoTime() - start) / 1e9);
+        System.out.print(summary);
+        verdict(tally, jar, ours, replay != null, summary);
+    }
+
+    private Tally runSchedules(long first, int schedules, boolean replay, int repeat,
+            ManagedLedgerFactoryImpl recovery, ExplorerHarness harness, boolean ours) {
+        long maxNanos = TimeUnit.SECONDS.toNanos(Long.getLong("explorer.maxSeconds", 240L));
+        long hangMillis = Long.getLong("explorer.hangMillis", 1_000L);
+        int printedFailures = Integer.getInteger("explorer.printFailures", 5);
+        Tally tally = new Tally();
         long start = System.nanoTime();
         for (int i = 0; i < schedules; i++) {
             if (System.nanoTime() - start > maxNanos) {
-                System.out.printf("explorer: time budget reached after %d of %d schedules%n", ran, schedules);
+                System.out.printf("explorer: time budget reached after %d of %d schedules%n", tally.ran, schedules);
                 break;
             }
-            long seed = replay != null ? first : first + i;
+            long seed = replay ? first : first + i;
             ExplorerStep.Plan plan = ExplorerStep.plan(seed, MIN_STEPS, MAX_STEPS, ENTRIES);
             // Past the first ten schedules with a callback that never fired, a shorter grace period: the schedule
             // is quiescent by then, and upstream's jar has hundreds of them in 10,000 schedules.
-            long grace = hungSchedules < 10 ? hangMillis : Math.min(hangMillis, 50);
-            ExplorerRun run = runOne(plan, "explorer-" + seed, recovery, harness, ours, replay != null, coverage,
+            long grace = tally.hungSchedules < 10 ? hangMillis : Math.min(hangMillis, 50);
+            ExplorerRun run = runOne(plan, "explorer-" + seed, recovery, harness, ours, replay, tally.coverage,
                     grace);
-            ran++;
+            tally.ran++;
             lastProgressNanos = System.nanoTime();
-            if (replay != null && (repeat == 1 || !run.violations().isEmpty())) {
-                System.out.println("explorer replay " + ran + " of " + run.trace());
+            if (replay && (repeat == 1 || !run.violations().isEmpty())) {
+                System.out.println("explorer replay " + tally.ran + " of " + run.trace());
                 if (Boolean.getBoolean("explorer.shrink") && !run.violations().isEmpty()) {
                     shrink(plan, run.violations().get(0).kind, recovery, harness, ours, hangMillis);
                 }
             }
-            if (!run.violations().isEmpty()) {
-                if (run.violations().stream().anyMatch(v -> v.kind.startsWith("callback-never-fired"))) {
-                    hungSchedules++;
-                }
-                failingSeeds.add(seed);
-                violations += run.violations().size();
-                for (ExplorerRun.Violation v : run.violations()) {
-                    kindCounts.merge(v.kind, 1, Integer::sum);
-                    firstByKind.computeIfAbsent(v.kind, k -> v.detail + "\n" + run.trace());
-                }
-                if (failingSeeds.size() <= printedFailures || replay != null) {
-                    System.out.println("explorer: seed " + seed + " violates the contract: " + run.violations()
-                            + "\n" + run.trace());
-                }
+            if (!run.violations().isEmpty() && (tally.add(seed, run, printedFailures) || replay)) {
+                System.out.println("explorer: seed " + seed + " violates the contract: " + run.violations()
+                        + "\n" + run.trace());
             }
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
+        return tally;
+    }
+
+    private static String summary(Tally tally, String jar, long first, double seconds) {
         StringBuilder summary = new StringBuilder();
         summary.append(String.format("explorer [%s]: %d schedules, %d violations in %d schedules, %.1f schedules/s"
-                        + " (%.1f s), first seed %d, ops covered: %s%n", jar, ran, violations, failingSeeds.size(),
-                ran / seconds, seconds, first, coverage));
-        for (Map.Entry<String, String> e : firstByKind.entrySet()) {
+                        + " (%.1f s), first seed %d, ops covered: %s%n", jar, tally.ran, tally.violations,
+                tally.failingSeeds.size(), tally.ran / seconds, seconds, first, tally.coverage));
+        for (Map.Entry<String, String> e : tally.firstByKind.entrySet()) {
             summary.append(String.format("explorer [%s] violation kind %s (%d): first %s%n", jar, e.getKey(),
-                    kindCounts.get(e.getKey()), e.getValue()));
+                    tally.kindCounts.get(e.getKey()), e.getValue()));
         }
-        if (failingSeeds.size() > 0) {
+        if (tally.failingSeeds.size() > 0) {
             summary.append("explorer [" + jar + "] failing seeds (first 50): "
-                    + failingSeeds.subList(0, Math.min(50, failingSeeds.size())) + "\n");
+                    + tally.failingSeeds.subList(0, Math.min(50, tally.failingSeeds.size())) + "\n");
         }
-        System.out.print(summary);
+        return summary.toString();
+    }
+
+    private static void verdict(Tally tally, String jar, boolean ours, boolean replay, String summary) {
+        List<Long> failingSeeds = tally.failingSeeds;
         if (ours) {
             List<Long> known = new ArrayList<>(failingSeeds);
             known.retainAll(KNOWN_OPEN_ON_OURS.getOrDefault(System.getProperty("pulsar.line", "?"), List.of()));
@@ -269,10 +293,10 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 System.out.println("explorer [" + jar + "] known open, not failing the run (docs/bench.md): " + known);
             }
             assertEquals(unexpected, List.of(), "schedules violating the cursor contract on our jar:\n" + summary);
-        } else if (replay == null && ran >= 1_000) {
+        } else if (!replay && tally.ran >= 1_000) {
             // Nearly half of upstream's schedules break the contract: an explorer that finds none there would find
             // none on ours either.
-            assertFalse(failingSeeds.isEmpty(), "the explorer found no violation in " + ran
+            assertFalse(failingSeeds.isEmpty(), "the explorer found no violation in " + tally.ran
                     + " schedules on upstream's jar, which breaks the contract in nearly half of them");
         }
     }
