@@ -157,7 +157,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
             for (int i = 0; i < steps.size(); i++) {
                 List<ExplorerStep> fewer = new ArrayList<>(steps);
                 fewer.remove(i);
-                ExplorerStep.Plan candidate = new ExplorerStep.Plan(plan.seed, plan.durable, plan.entries, fewer);
+                ExplorerStep.Plan candidate = plan.withSteps(fewer);
                 ExplorerRun run = runOne(candidate, "explorer-shrink-" + plan.seed + "-" + trial++, recovery,
                         harness, ours, false, new TreeMap<>(), grace);
                 if (run.violations().stream().anyMatch(v -> v.kind.equals(kind))) {
@@ -167,7 +167,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 }
             }
         }
-        ExplorerStep.Plan minimal = new ExplorerStep.Plan(plan.seed, plan.durable, plan.entries, steps);
+        ExplorerStep.Plan minimal = plan.withSteps(steps);
         ExplorerRun run = runOne(minimal, "explorer-shrink-" + plan.seed + "-min", recovery, harness, ours, true,
                 new TreeMap<>(), grace);
         System.out.println("explorer: seed " + plan.seed + " shrunk to " + steps.size() + " of " + plan.steps.size()

@@ -39,7 +39,9 @@ final class ExplorerReport {
     String trace() {
         StringBuilder sb = new StringBuilder();
         sb.append("seed ").append(run.plan.seed).append(" (").append(run.plan.durable ? "durable" : "non-durable")
-                .append(" cursor, entries p0..p").append(run.plan.entries - 1).append(")\n");
+                .append(" cursor, ").append(run.plan.profile == ExplorerStep.Profile.STANDARD ? ""
+                        : run.plan.profile.label + " mix, ")
+                .append("entries p0..p").append(run.plan.entries - 1).append(")\n");
         for (String line : run.trace) {
             sb.append("  ").append(line).append('\n');
         }

@@ -192,8 +192,8 @@ final class ExplorerRun {
 
     void run() throws Exception {
         setUp();
-        boolean crashed = runSteps();
-        Snapshot snapshot = crashed ? endWithCrash() : endWithoutCrash();
+        int crashStep = runSteps();
+        Snapshot snapshot = crashStep >= 0 ? endWithCrash(crashStep) : endWithoutCrash();
         report.outcomes();
         if (snapshot != null) {
             report.snapshot(snapshot);
@@ -220,6 +220,9 @@ final class ExplorerRun {
         probe = new CallbackProbe(cursor);
         cursorLock = (ReentrantReadWriteLock) ExplorerHarness.field(ManagedCursorImpl.class, "lock").get(cursor);
         count(plan.durable ? "schedule.durable" : "schedule.nonDurable");
+        if (plan.profile != ExplorerStep.Profile.STANDARD) {
+            count("schedule." + plan.profile.label);
+        }
     }
 
     private void addEntries() throws Exception {
@@ -244,14 +247,14 @@ final class ExplorerRun {
         }
     }
 
-    // The steps, each followed by quiescence; true when the schedule ended in a crash.
-    private boolean runSteps() {
+    // The steps, each followed by quiescence; the step of the crash that ended the schedule, or -1.
+    private int runSteps() {
         for (int i = 0; i < plan.steps.size(); i++) {
             ExplorerStep s = plan.steps.get(i);
             count(s.kind.name());
             if (s.kind == ExplorerStep.Kind.CRASH) {
                 trace.add(i + ": CRASH" + (verbose ? "   [" + report.state() + "]" : ""));
-                return true;
+                return i;
             }
             Op op = null;
             try {
@@ -267,16 +270,16 @@ final class ExplorerRun {
             String line = i + ": " + s + (op != null ? " #" + ops.indexOf(op) : "") + (quiet ? "" : " (not quiescent)");
             trace.add(verbose ? line + "   [" + report.state() + "]" : line);
         }
-        return false;
+        return -1;
     }
 
     // Adds already held stay held while the second factory recovers (nothing the old cursor does after the crash
     // can change what was recovered).
-    private Snapshot endWithCrash() {
+    private Snapshot endWithCrash(int step) {
         crashTick = clock.get();
         faults.atCrash();
         trace.add("stored at the crash: " + oracle.storedRecord());
-        Snapshot snapshot = oracle.recover("recovered after a crash at the last step");
+        Snapshot snapshot = oracle.recover("recovered after a crash at step " + step);
         faults.releaseEverything();
         // The crashed cursor still runs: a flush settles what its limiter holds (its writes now fail: the
         // recovery fenced its ledger), so that every callback can be checked.

@@ -47,6 +47,28 @@ final class ExplorerStep {
             {Kind.MARK_DELETE, 9}, {Kind.DELETE, 10}, {Kind.DELETE_LIST, 4}, {Kind.BATCH_ACK, 4},
             {Kind.RESET, 8}, {Kind.THROTTLE, 3}, {Kind.SKIP, 2}, {Kind.CLEAR_BACKLOG, 1},
             {Kind.HOLD_READ, 7}, {Kind.RELEASE_READ, 4}, {Kind.CLOSE, 2}});
+    // The durability mix: no resets (a reset exempts every ack issued before it completed from the durability
+    // check) and no close; throttled acks, held and completed cursor-ledger adds, flushes and crashes instead.
+    private static final Kind[] DURABILITY_TABLE = table(new Object[][] {
+            {Kind.MARK_DELETE, 6}, {Kind.DELETE, 12}, {Kind.DELETE_LIST, 3}, {Kind.BATCH_ACK, 3},
+            {Kind.FLUSH, 8}, {Kind.SKIP, 1}, {Kind.CLEAR_BACKLOG, 1}, {Kind.PUT_PROPERTY, 1},
+            {Kind.HOLD_READ, 2}, {Kind.RELEASE_READ, 1}, {Kind.HOLD_ADD, 10}, {Kind.COMPLETE_HELD_ADD, 8},
+            {Kind.FAIL_HELD_ADD, 1}, {Kind.FAIL_NEXT_ADD, 1}, {Kind.FAIL_METADATA, 1}, {Kind.CRASH, 2}});
+
+    /**
+     * A schedule's mix of steps, chosen per seed. {@code STANDARD}: every step kind. {@code DURABILITY} (a third
+     * of the durable cursors): the limiter without permits from the first step, no reset or close, and a crash
+     * at the latest after the last step, so that every ack that completes is checked against the recovered state.
+     */
+    enum Profile {
+        STANDARD("standard"), DURABILITY("durability");
+
+        final String label;
+
+        Profile(String label) {
+            this.label = label;
+        }
+    }
 
     final Kind kind;
     // The entry index (position p[a]), a count, or unused.
@@ -73,46 +95,69 @@ final class ExplorerStep {
         return t.toArray(new Kind[0]);
     }
 
-    /** The schedule of one seed: whether the cursor is durable, then its steps (a crash ends it). */
+    /** The schedule of one seed: whether the cursor is durable, its mix, then its steps (a crash ends it). */
     static final class Plan {
         final long seed;
         final boolean durable;
+        final Profile profile;
         final int entries;
         final List<ExplorerStep> steps;
 
-        Plan(long seed, boolean durable, int entries, List<ExplorerStep> steps) {
+        Plan(long seed, boolean durable, Profile profile, int entries, List<ExplorerStep> steps) {
             this.seed = seed;
             this.durable = durable;
+            this.profile = profile;
             this.entries = entries;
             this.steps = steps;
         }
+
+        /** The same seed's set-up with other steps (shrinking). */
+        Plan withSteps(List<ExplorerStep> other) {
+            return new Plan(seed, durable, profile, entries, other);
+        }
+    }
+
+    // The mix comes from its own generator: a STANDARD seed's steps are those it had before mixes existed.
+    private static Profile profileOf(long seed) {
+        return new Random(seed * 0x9E3779B97F4A7C15L + 11).nextInt(3) == 0 ? Profile.DURABILITY : Profile.STANDARD;
     }
 
     static Plan plan(long seed, int minSteps, int maxSteps, int entries) {
         Random rnd = new Random(seed);
         boolean durable = rnd.nextInt(6) != 0;
-        Kind[] t = durable ? DURABLE_TABLE : NON_DURABLE_TABLE;
+        Profile profile = durable ? profileOf(seed) : Profile.STANDARD;
+        Kind[] t = !durable ? NON_DURABLE_TABLE : profile == Profile.DURABILITY ? DURABILITY_TABLE : DURABLE_TABLE;
         int n = minSteps + rnd.nextInt(maxSteps - minSteps + 1);
         List<ExplorerStep> steps = new ArrayList<>();
+        if (profile == Profile.DURABILITY) {
+            steps.add(new ExplorerStep(Kind.THROTTLE, 0, null, 0));
+        }
         for (int i = 0; i < n; i++) {
-            Kind k = t[rnd.nextInt(t.length)];
-            int a = rnd.nextInt(entries);
-            int[] more = null;
-            long remaining = 0;
-            if (k == Kind.DELETE_LIST) {
-                more = new int[] {rnd.nextInt(entries), rnd.nextInt(entries)};
-            } else if (k == Kind.SKIP) {
-                a = 1 + rnd.nextInt(3);
-            } else if (k == Kind.BATCH_ACK) {
-                // 1 in 8: the last indexes, the entry becomes fully acknowledged.
-                remaining = rnd.nextInt(8) == 0 ? 0 : rnd.nextInt(255) + 1;
-            }
-            steps.add(new ExplorerStep(k, a, more, remaining));
-            if (k == Kind.CRASH) {
+            ExplorerStep step = step(t[rnd.nextInt(t.length)], rnd, entries);
+            steps.add(step);
+            if (step.kind == Kind.CRASH) {
                 break;
             }
         }
-        return new Plan(seed, durable, entries, steps);
+        if (profile == Profile.DURABILITY && steps.get(steps.size() - 1).kind != Kind.CRASH) {
+            steps.add(new ExplorerStep(Kind.CRASH, 0, null, 0));
+        }
+        return new Plan(seed, durable, profile, entries, steps);
+    }
+
+    private static ExplorerStep step(Kind k, Random rnd, int entries) {
+        int a = rnd.nextInt(entries);
+        int[] more = null;
+        long remaining = 0;
+        if (k == Kind.DELETE_LIST) {
+            more = new int[] {rnd.nextInt(entries), rnd.nextInt(entries)};
+        } else if (k == Kind.SKIP) {
+            a = 1 + rnd.nextInt(3);
+        } else if (k == Kind.BATCH_ACK) {
+            // 1 in 8: the last indexes, the entry becomes fully acknowledged.
+            remaining = rnd.nextInt(8) == 0 ? 0 : rnd.nextInt(255) + 1;
+        }
+        return new ExplorerStep(k, a, more, remaining);
     }
 
     @Override
