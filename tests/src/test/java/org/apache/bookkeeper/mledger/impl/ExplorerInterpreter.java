@@ -21,6 +21,7 @@ package org.apache.bookkeeper.mledger.impl;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.bookkeeper.mledger.AsyncCallbacks;
 import org.apache.bookkeeper.mledger.ManagedCursor;
@@ -45,6 +46,7 @@ final class ExplorerInterpreter {
     ExplorerRun.Op apply(int step, ExplorerStep s) throws Exception {
         switch (s.kind) {
             case MARK_DELETE:
+            case MARK_DELETE_PROPERTIES:
                 return markDelete(step, s);
             case DELETE:
             case DELETE_LIST:
@@ -78,7 +80,11 @@ final class ExplorerInterpreter {
         op.redundant = run.index(run.cursor.getMarkDeletedPosition()) >= s.a;
         op.required.add(s.a);
         op.issueTick = run.clock.incrementAndGet();
-        run.cursor.asyncMarkDelete(run.p.get(s.a), markDeleteCallback(op), null);
+        if (s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES) {
+            run.cursor.asyncMarkDelete(run.p.get(s.a), Map.of("md", (long) s.a), markDeleteCallback(op), null);
+        } else {
+            run.cursor.asyncMarkDelete(run.p.get(s.a), markDeleteCallback(op), null);
+        }
         return op;
     }
 

@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.AsyncCallbacks;
@@ -168,6 +169,7 @@ final class ExplorerOracle {
             ManagedCursorImpl recovered = (ManagedCursorImpl) run.recoveredLedger.openCursor(ExplorerRun.CURSOR);
             ExplorerRun.Snapshot s = snapshotOf(recovered, source);
             s.properties = new HashMap<>(recovered.getCursorProperties());
+            s.markDeleteProperties = new HashMap<>(recovered.getProperties());
             return s;
         } catch (Exception e) {
             run.violations.add(new ExplorerRun.Violation("recovery-failed", source + ": " + e));
@@ -232,6 +234,7 @@ final class ExplorerOracle {
         }
         checkCompleteAcks(s, resets);
         checkCompleteProperties(s);
+        checkMarkDeleteProperties(s);
         ExplorerRun.Op last = winningReset(resets);
         if (last != null) {
             checkResetRecovered(s, last);
@@ -283,6 +286,42 @@ final class ExplorerOracle {
                 }
             }
         }
+    }
+
+    // The recovered mark-delete properties are those of the newest complete mark-delete with properties, or those
+    // of a record written after it: another mark-delete's, or none (an ack that moves the mark-delete position
+    // writes no properties). Checked without resets (a reset's record has none).
+    private void checkMarkDeleteProperties(ExplorerRun.Snapshot s) {
+        int newest = -1;
+        for (int k = 0; k < run.ops.size(); k++) {
+            ExplorerRun.Op a = run.ops.get(k);
+            if (a.s.kind == ExplorerStep.Kind.RESET && !a.thrown) {
+                return;
+            }
+            if (a.s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES && !a.redundant
+                    && a.succeededBy(run.crashTick)) {
+                newest = k;
+            }
+        }
+        if (newest < 0 || s.markDeleteProperties == null) {
+            return;
+        }
+        run.count("check.markDeletePropertiesVerified");
+        ExplorerRun.Op n = run.ops.get(newest);
+        if (s.markDeleteProperties.equals(Map.of("md", (long) n.s.a))) {
+            return;
+        }
+        for (int k = newest + 1; k < run.ops.size(); k++) {
+            ExplorerRun.Op a = run.ops.get(k);
+            Map<String, Long> written = a.s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES
+                    ? Map.of("md", (long) a.s.a) : Map.of();
+            if (isAck(a) && s.markDeleteProperties.equals(written)) {
+                return;
+            }
+        }
+        run.violations.add(new ExplorerRun.Violation("complete-mark-delete-properties-lost", "#" + newest + " step "
+                + n.step + " " + n.label + " reported complete@" + n.fireTick + " but " + s.source
+                + " has mark-delete properties " + s.markDeleteProperties + ", which no later operation wrote"));
     }
 
     // The last reset, when it succeeded and no earlier reset completed after it; otherwise null.
@@ -344,6 +383,7 @@ final class ExplorerOracle {
     static boolean isAck(ExplorerRun.Op op) {
         switch (op.s.kind) {
             case MARK_DELETE:
+            case MARK_DELETE_PROPERTIES:
             case DELETE:
             case DELETE_LIST:
             case BATCH_ACK:
@@ -359,6 +399,7 @@ final class ExplorerOracle {
     private String missing(ExplorerRun.Op a, ExplorerRun.Snapshot s) {
         switch (a.s.kind) {
             case MARK_DELETE:
+            case MARK_DELETE_PROPERTIES:
             case SKIP:
             case CLEAR_BACKLOG:
                 return s.markDelete >= a.upTo ? null
@@ -399,6 +440,7 @@ final class ExplorerOracle {
             }
             switch (op.s.kind) {
                 case MARK_DELETE:
+                case MARK_DELETE_PROPERTIES:
                 case SKIP:
                 case CLEAR_BACKLOG:
                     if (e <= op.upTo) {

@@ -127,6 +127,8 @@ final class ExplorerRun {
         boolean[] deleted;
         long[][] batch;
         Map<String, String> properties = Map.of();
+        // The recovered mark-delete properties; null for the live non-durable cursor.
+        Map<String, Long> markDeleteProperties;
         String source;
     }
 

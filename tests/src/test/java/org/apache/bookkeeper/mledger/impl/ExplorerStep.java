@@ -30,9 +30,9 @@ import java.util.Random;
  */
 final class ExplorerStep {
     enum Kind {
-        MARK_DELETE, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP, CLEAR_BACKLOG, PUT_PROPERTY,
-        HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD, FAIL_NEXT_ADD, FAIL_METADATA, CLOSE,
-        CRASH
+        MARK_DELETE, MARK_DELETE_PROPERTIES, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP,
+        CLEAR_BACKLOG, PUT_PROPERTY, HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD,
+        FAIL_NEXT_ADD, FAIL_METADATA, CLOSE, CRASH
     }
 
     // Relative weights. A non-durable cursor writes nothing: no flush, no cursor property, no write faults,
@@ -58,7 +58,8 @@ final class ExplorerStep {
     /**
      * A schedule's mix of steps, chosen per seed. {@code STANDARD}: every step kind. {@code DURABILITY} (a third
      * of the durable cursors): the limiter without permits from the first step, no reset or close, and a crash
-     * at the latest after the last step, so that every ack that completes is checked against the recovered state.
+     * at the latest after the last step, so that every ack that completes is checked against the recovered state;
+     * a mark-delete to an even entry carries mark-delete properties.
      */
     enum Profile {
         STANDARD("standard"), DURABILITY("durability");
@@ -134,6 +135,11 @@ final class ExplorerStep {
         }
         for (int i = 0; i < n; i++) {
             ExplorerStep step = step(t[rnd.nextInt(t.length)], rnd, entries);
+            // In the durability mix, a mark-delete to an even entry carries properties (no draw of its own: the
+            // mix's other steps stay as they were).
+            if (profile == Profile.DURABILITY && step.kind == Kind.MARK_DELETE && step.a % 2 == 0) {
+                step = new ExplorerStep(Kind.MARK_DELETE_PROPERTIES, step.a, null, 0);
+            }
             steps.add(step);
             if (step.kind == Kind.CRASH) {
                 break;
@@ -165,6 +171,8 @@ final class ExplorerStep {
         switch (kind) {
             case MARK_DELETE:
                 return "markDelete(p" + a + ")";
+            case MARK_DELETE_PROPERTIES:
+                return "markDelete(p" + a + ", {md=" + a + "})";
             case DELETE:
                 return "delete(p" + a + ")";
             case DELETE_LIST:
