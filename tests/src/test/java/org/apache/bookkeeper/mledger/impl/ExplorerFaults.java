@@ -27,7 +27,8 @@ import org.apache.bookkeeper.mledger.PositionFactory;
 
 /**
  * The fault injectors: the environment's steps (a read held with a read issued under it, cursor-ledger adds
- * held, completed, failed while held or made to fail next, a metadata-store write failing once), what a crash
+ * held, completed, failed while held or made to fail next, a metadata-store write failing once, the next
+ * BookKeeper operation refused: a cursor-ledger creation when it comes before any other), what a crash
  * leaves held, and the release of every hold at the end of a schedule. The holds themselves are
  * {@link ExplorerHarness}'.
  */
@@ -50,6 +51,7 @@ final class ExplorerFaults {
             case FAIL_HELD_ADD:
             case FAIL_NEXT_ADD:
             case FAIL_METADATA:
+            case FAIL_CREATE:
                 return true;
             default:
                 return false;
@@ -82,6 +84,9 @@ final class ExplorerFaults {
             case FAIL_METADATA:
                 h.failNextCursorPut(run.name, ExplorerRun.CURSOR);
                 return null;
+            case FAIL_CREATE:
+                h.failNextBookieOperation(BKException.Code.NotEnoughBookiesException);
+                return null;
             default:
                 throw new IllegalStateException(s.kind.name());
         }
@@ -110,12 +115,14 @@ final class ExplorerFaults {
     }
 
     /**
-     * At a crash: new reads are no longer held, faults not yet claimed are dropped and adds not yet taken are
+     * At a crash: new reads are no longer held, faults not yet claimed (the second factory's ledger opens would
+     * claim a refused operation) are dropped and adds not yet taken are
      * dropped; adds already held stay held while the second factory recovers.
      */
     void atCrash() {
         h.stopHoldingNewReads();
         h.dropMetadataFaults();
+        h.dropBookieFaults();
         h.dropUntakenAdds();
     }
 

@@ -408,6 +408,21 @@ final class ExplorerHarness {
                         && used.compareAndSet(false, true));
     }
 
+    /**
+     * Refuses the next BookKeeper client operation with {@code code}: a ledger creation, open, close or delete, or
+     * a read (the mock's programmed failure; adds have their own, above).
+     */
+    void failNextBookieOperation(int code) {
+        bkc.failNow(code);
+    }
+
+    /** Drops the refusals no BookKeeper operation has claimed yet. */
+    void dropBookieFaults() {
+        synchronized (bkc) {
+            failures.clear();
+        }
+    }
+
     /** Drops the metadata-store faults no write has claimed yet. */
     void dropMetadataFaults() {
         metadataFailures.clear();

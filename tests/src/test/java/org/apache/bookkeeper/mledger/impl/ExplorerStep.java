@@ -32,7 +32,7 @@ final class ExplorerStep {
     enum Kind {
         MARK_DELETE, MARK_DELETE_PROPERTIES, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP,
         CLEAR_BACKLOG, PUT_PROPERTY, HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD,
-        FAIL_NEXT_ADD, FAIL_METADATA, CLOSE, CRASH
+        FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, CRASH
     }
 
     // Relative weights. A non-durable cursor writes nothing: no flush, no cursor property, no write faults,
@@ -59,7 +59,9 @@ final class ExplorerStep {
      * A schedule's mix of steps, chosen per seed. {@code STANDARD}: every step kind. {@code DURABILITY} (a third
      * of the durable cursors): the limiter without permits from the first step, no reset or close, and a crash
      * at the latest after the last step, so that every ack that completes is checked against the recovered state;
-     * a mark-delete to an even entry carries mark-delete properties.
+     * a mark-delete to an even entry carries mark-delete properties, and in a third of them the BookKeeper
+     * client refuses its next operation before the first write (the cursor-ledger creation: the cursor falls back
+     * to the metadata store).
      */
     enum Profile {
         STANDARD("standard"), DURABILITY("durability");
@@ -119,8 +121,19 @@ final class ExplorerStep {
     }
 
     // The mix comes from its own generator: a STANDARD seed's steps are those it had before mixes existed.
+    private static Random mixRandom(long seed) {
+        return new Random(seed * 0x9E3779B97F4A7C15L + 11);
+    }
+
     private static Profile profileOf(long seed) {
-        return new Random(seed * 0x9E3779B97F4A7C15L + 11).nextInt(3) == 0 ? Profile.DURABILITY : Profile.STANDARD;
+        return mixRandom(seed).nextInt(3) == 0 ? Profile.DURABILITY : Profile.STANDARD;
+    }
+
+    // Durability mix: whether the cursor-ledger creation is refused (the second draw of the mix's generator).
+    private static boolean creationRefused(long seed) {
+        Random mix = mixRandom(seed);
+        mix.nextInt(3);
+        return mix.nextInt(3) == 1;
     }
 
     static Plan plan(long seed, int minSteps, int maxSteps, int entries) {
@@ -132,6 +145,9 @@ final class ExplorerStep {
         List<ExplorerStep> steps = new ArrayList<>();
         if (profile == Profile.DURABILITY) {
             steps.add(new ExplorerStep(Kind.THROTTLE, 0, null, 0));
+            if (creationRefused(seed)) {
+                steps.add(new ExplorerStep(Kind.FAIL_CREATE, 0, null, 0));
+            }
         }
         for (int i = 0; i < n; i++) {
             ExplorerStep step = step(t[rnd.nextInt(t.length)], rnd, entries);
@@ -205,6 +221,8 @@ final class ExplorerStep {
                 return "failNextBookieAdd(NotEnoughBookies)";
             case FAIL_METADATA:
                 return "failNextCursorMetadataPut";
+            case FAIL_CREATE:
+                return "bkc.failNow(NotEnoughBookies)";
             case CLOSE:
                 return "close()";
             case CRASH:
