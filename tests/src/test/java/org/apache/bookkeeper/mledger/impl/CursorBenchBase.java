@@ -45,8 +45,6 @@ import org.apache.bookkeeper.test.MockedBookKeeperTestCase;
  */
 public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
     static final Duration WAIT = Duration.ofSeconds(10);
-    // A limiter without a permit writes one period later: up to 10 s at the slowest rate a test waits at (0.1/s).
-    private static final long PERMIT_WAIT_SECONDS = 30;
 
     protected final List<ManagedLedgerFactoryImpl> crashFactories = new ArrayList<>();
 
@@ -120,7 +118,7 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
      * A mark-delete through the asynchronous API, waited for: a fresh limiter grants it its one permit, so it is
      * durable when this returns. The synchronous markDelete takes no permit: the limiter never defers it.
      */
-    public static void markDeleteTakingThePermit(ManagedCursor cursor, Position position,
+    protected static void markDeleteTakingThePermit(ManagedCursor cursor, Position position,
             Map<String, Long> properties) throws Exception {
         CompletableFuture<Void> written = new CompletableFuture<>();
         cursor.asyncMarkDelete(position, properties, new AsyncCallbacks.MarkDeleteCallback() {
@@ -134,7 +132,7 @@ public abstract class CursorBenchBase extends MockedBookKeeperTestCase {
                 written.completeExceptionally(exception);
             }
         }, null);
-        written.get(PERMIT_WAIT_SECONDS, TimeUnit.SECONDS);
+        written.get(WAIT.toSeconds(), TimeUnit.SECONDS);
     }
 
     /** Replaces the cursor's mark-delete rate limiter by one that never grants and stops its first caller. */

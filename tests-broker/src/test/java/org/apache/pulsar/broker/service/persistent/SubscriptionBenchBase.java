@@ -24,13 +24,16 @@ import static org.mockito.Mockito.when;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.client.PulsarMockBookKeeper;
 import org.apache.bookkeeper.common.util.OrderedExecutor;
+import org.apache.bookkeeper.mledger.AsyncCallbacks;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
-import org.apache.bookkeeper.mledger.impl.CursorBenchBase;
 import org.apache.bookkeeper.mledger.impl.ManagedLedgerFactoryImpl;
 import org.apache.pulsar.broker.ServiceConfiguration;
 import org.apache.pulsar.broker.service.Dispatcher;
@@ -49,6 +52,8 @@ public abstract class SubscriptionBenchBase {
     protected static final String LEDGER = "public/default/persistent/acks";
     // This slow a limiter never permits a second write during a test.
     protected static final double NO_PERMIT_RATE = 0.001;
+    // At the slowest rate a test spends a permit at (0.1/s), a write waits up to ten seconds for one.
+    private static final long PERMIT_WAIT_SECONDS = 30;
 
     protected OrderedExecutor executor;
     protected PulsarMockBookKeeper bookKeeper;
@@ -122,7 +127,19 @@ public abstract class SubscriptionBenchBase {
 
     protected static void markDeleteTakingThePermit(ManagedCursor cursor, Position position,
             Map<String, Long> properties) throws Exception {
-        CursorBenchBase.markDeleteTakingThePermit(cursor, position, properties);
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        cursor.asyncMarkDelete(position, properties, new AsyncCallbacks.MarkDeleteCallback() {
+            @Override
+            public void markDeleteComplete(Object ctx) {
+                written.complete(null);
+            }
+
+            @Override
+            public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+                written.completeExceptionally(exception);
+            }
+        }, null);
+        written.get(PERMIT_WAIT_SECONDS, TimeUnit.SECONDS);
     }
 
     /** The subscription's cursor as a broker restarted after a crash would recover it. */
