@@ -36,7 +36,7 @@ import org.apache.bookkeeper.mledger.Position;
  */
 final class AppliedAck implements MarkDeleteCallback {
     private final MarkDeleteCallback delegate;
-    // An individual delete's callback, called directly: no adapter object per ack (issue 11).
+    // An individual delete's callback, called directly: no adapter object per ack.
     private final DeleteCallback deleteDelegate;
     private final Position first;
     private final Position last;

@@ -31,6 +31,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -414,5 +416,58 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
         assertTrue(cursor.isMessageDeleted(p.get(7)));
         assertFalse(second.accepted.isDone() || delete.accepted.isDone(), "no accepted-only state without writes");
         assertEquals(probe.violations, List.of());
+    }
+
+    /**
+     * A steady stream of mark-deletes, 50 a second for 5 s, under a 4/s limiter: the cursor-ledger writes stay
+     * within the limiter's permits (4 a second, plus the one second of permits a Guava limiter stores while idle),
+     * and every ack completes. The write that makes the throttled acks durable takes a permit too: when an ack
+     * took it, that ack's write holds the acks before it. Upstream writes only what the limiter permits (and
+     * completes the rest without a write); both jars must pass.
+     */
+    @Test(timeOut = 60_000)
+    public void aSteadyAckStreamIsWrittenAtTheLimiterRate() throws Exception {
+        double rate = 4;
+        int acks = 250;
+        ManagedLedger ledger = factory.open("steady-ack-stream", new ManagedLedgerConfig().setThrottleMarkDelete(rate));
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, acks + 1);
+        markDeleteTakingThePermit(cursor, p.get(0), Map.of());
+        AtomicInteger completed = new AtomicInteger();
+        AtomicInteger failed = new AtomicInteger();
+        AsyncCallbacks.MarkDeleteCallback callback = new AsyncCallbacks.MarkDeleteCallback() {
+            @Override
+            public void markDeleteComplete(Object ctx) {
+                completed.incrementAndGet();
+            }
+
+            @Override
+            public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+                failed.incrementAndGet();
+            }
+        };
+        long writesBefore = cursor.getStats().getPersistLedgerSucceed();
+        long start = System.nanoTime();
+        ScheduledExecutorService acker = Executors.newSingleThreadScheduledExecutor();
+        AtomicInteger next = new AtomicInteger(1);
+        try {
+            acker.scheduleAtFixedRate(() -> {
+                int i = next.getAndIncrement();
+                if (i <= acks) {
+                    cursor.asyncMarkDelete(p.get(i), callback, null);
+                }
+            }, 0, 20, TimeUnit.MILLISECONDS);
+            await().atMost(WAIT).until(() -> next.get() > acks);
+        } finally {
+            acker.shutdownNow();
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        long writes = cursor.getStats().getPersistLedgerSucceed() - writesBefore;
+        long bound = (long) Math.floor(rate * seconds) + (long) rate + 1;
+        assertTrue(writes <= bound, writes + " cursor-ledger writes in " + seconds + " s at " + rate + "/s, more than "
+                + bound);
+        await().atMost(WAIT).until(() -> completed.get() + failed.get() == acks);
+        assertEquals(failed.get(), 0);
+        assertEquals(cursor.getMarkDeletedPosition(), p.get(acks));
     }
 }
