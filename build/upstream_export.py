@@ -87,12 +87,28 @@ class PullRequest:
         self.stacked_on = section.get("stacked-on", "").strip() or None
         self.patches = section.get("patches", "").split()
         self.new_classes = section.get("new-classes", "").split()
-        self.reproducers = section.get("reproducers", "").split()
-        self.tests = section.get("tests", "").split()
-        self.unverified = section.get("unverified-tests", "").split()
+        # A test is a file under upstream-pr/<pr>/ at its upstream path, or UPSTREAM_PATH=FORK_PATH: one of the
+        # fork's own tests (FORK_PATH from the repository's root), exported with upstream's test group.
+        self.fork_sources = {}
+        self.reproducers = self.test_paths(section.get("reproducers", ""))
+        self.tests = self.test_paths(section.get("tests", ""))
+        self.unverified = self.test_paths(section.get("unverified-tests", ""))
         # Test bases and helpers of the PR's tests: compiled with them, not run.
-        self.support = section.get("test-support", "").split()
+        self.support = self.test_paths(section.get("test-support", ""))
         self.pip = section.get("pip", "").strip() or None
+
+    def test_paths(self, entries):
+        paths = []
+        for entry in entries.split():
+            path, _, fork_path = entry.partition("=")
+            if fork_path:
+                self.fork_sources[path] = fork_path
+            paths.append(path)
+        return paths
+
+    def test_source(self, rel):
+        fork_path = self.fork_sources.get(rel)
+        return os.path.join(ROOT, fork_path) if fork_path else os.path.join(self.folder(), rel)
 
     def folder(self):
         return os.path.join(ROOT, "upstream-pr", self.name)
@@ -255,6 +271,19 @@ def upstream_code(text, what, diff=True):
     return text
 
 
+# The test group upstream's build runs a module's tests in (its surefire configuration selects by group).
+TEST_GROUPS = {"pulsar-broker": "broker", "pulsar-client": "broker-impl"}
+
+
+def upstream_test_groups(text, rel):
+    """One of the fork's tests as upstream's: the side-by-side bench's groups become the module's test group."""
+    group = TEST_GROUPS.get(rel.split("/")[0])
+    if group is None:
+        fail("%s: no upstream test group known for %s (TEST_GROUPS)" % (CONF, rel))
+    text = re.sub(r"^import static org\.pulsarfork\.bench\.BenchGroups\.\w+;\n", "", text, flags=re.M)
+    return re.sub(r"groups = (?:BenchGroups\.)?(?:FORK_ONLY|UPSTREAM_BUG)\b", 'groups = "%s"' % group, text)
+
+
 SCOPES = {"managed-ledger": "ml", "pulsar-broker-patch": "broker", "pulsar-client-patch": "client"}
 
 
@@ -333,13 +362,16 @@ def commit_pr(work, pr, env, scratch):
     tests = pr.all_tests()
     if tests:
         for rel in tests:
-            source = os.path.join(pr.folder(), rel)
+            source = pr.test_source(rel)
             if not os.path.exists(source):
                 fail("%s lists test %s, which does not exist" % (CONF, source))
             target = os.path.join(work, rel)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(source) as f:
-                content = upstream_code(f.read(), rel, diff=False)
+                text = f.read()
+            if rel in pr.fork_sources:
+                text = upstream_test_groups(text, rel)
+            content = upstream_code(text, rel, diff=False)
             with open(target, "w") as f:
                 f.write(content)
             run(["git", "add", target], cwd=work)

@@ -185,7 +185,7 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
     }
 
     /**
-     * Issue 13, test 3's set-up: the source replicates a new topic through a connection that flips a bit of the
+     * The chunked-message tests' set-up: the source replicates a new topic through a connection that flips a bit of the
      * first chunk of a chunked message once ({@link FirstChunkCorruptingClientCnx}); a consumer on the remote.
      */
     protected final class ChunkedScenario implements AutoCloseable {

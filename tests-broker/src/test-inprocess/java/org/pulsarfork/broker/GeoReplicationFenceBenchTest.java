@@ -119,7 +119,7 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, test 3: a chunked message whose first chunk the remote refuses once, a checksum error from one
+     * A chunked message whose first chunk the remote refuses once, a checksum error from one
      * bit flipped on the wire (the producer's copy intact, so the client resends everything pending while the
      * later chunks are already on their way). Ours: the fence keeps the later chunks out until the first one is
      * stored, and a consumer on the remote reads the whole message, then the next one. Upstream: the later
@@ -140,7 +140,7 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, test 4: on a compacted remote topic, key K's v1 is refused once and v2 follows: the compacted
+     * On a compacted remote topic, key K's v1 is refused once and v2 follows: the compacted
      * value is v2. (Upstream's remote gives v2 too, having dropped v1; the removed gap healer republished v1
      * after v2, and v1 won.) Ours also keeps v1 before v2 in the topic itself.
      */
@@ -198,78 +198,24 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         // Upstream logs an ERROR with a stack trace per resend: a short window there.
         Duration half = BenchGroups.onUpstream() ? Duration.ofSeconds(3) : Duration.ofSeconds(30);
         String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/backoff");
-        String localName = TopicName.get(topic).getLocalName();
         admin1.topics().createNonPartitionedTopic(topic);
         waitReplicatorStarted(topic);
         limitRemoteMessageSize(topic);
-        AtomicInteger rewinds = new AtomicInteger();
-        AtomicInteger errors = new AtomicInteger();
-        AtomicInteger lines = new AtomicInteger();
-        AbstractAppender counter = new AbstractAppender("backoff-counter", null, null, true, Property.EMPTY_ARRAY) {
-            @Override
-            public void append(LogEvent event) {
-                String message = event.getMessage().getFormattedMessage();
-                if (!message.contains(localName)) {
-                    return;
-                }
-                lines.incrementAndGet();
-                if (message.contains("Rewind from") && message.contains("pulsar.repl")) {
-                    rewinds.incrementAndGet();
-                } else if (event.getLevel().isMoreSpecificThan(Level.ERROR)) {
-                    errors.incrementAndGet();
-                }
-            }
-        };
-        counter.start();
-        LoggerContext context = (LoggerContext) LogManager.getContext(false);
-        Logger cursorLog = context.getLogger("org.apache.bookkeeper.mledger.impl.ManagedCursorImpl");
-        Level cursorLevel = cursorLog.getLevel();
-        // Every log line of the broker and the replication client that names the topic, at INFO and above.
-        context.getConfiguration().getRootLogger().addAppender(counter, Level.INFO, null);
-        context.updateLoggers();
-        // After updateLoggers, which resets a level set on the logger itself.
-        cursorLog.setLevel(Level.INFO);
         List<String> onRemote = new ArrayList<>();
-        try (Consumer<String> remote = remoteConsumer(topic);
+        try (TopicLog log = TopicLog.ofBroker(topic);
+             Consumer<String> remote = remoteConsumer(topic);
              Producer<String> source = sourceProducer(topic)) {
             source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
             // E3 alone, refused for the first half of the window.
-            await().during(half).atMost(half.plusSeconds(10)).until(() -> {
-                receiveAvailable(remote, onRemote);
-                return onRemote.isEmpty();
-            });
-            int rewindsAlone = rewinds.get();
+            awaitNothingArrives(half, remote, onRemote);
+            int rewindsAlone = log.rewinds.get();
             // 100 ms doubling: resends at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 12.7, 25.5 s, about 8 rewinds in 30 s.
             assertTrue(rewindsAlone <= 10, rewindsAlone + " rewinds of the replicator cursor in " + half);
             source.send("E4");
-            await().during(half).atMost(half.plusSeconds(10)).until(() -> {
-                receiveAvailable(remote, onRemote);
-                return onRemote.isEmpty();
-            });
-            int rewindsInWindow = rewinds.get();
-            int linesInWindow = lines.get();
-            // At 51.1 s one more: about 9 in 60 s, then one a minute; E4 adds none (it is not sent while E3 is
-            // refused).
-            assertTrue(rewindsInWindow <= 12,
-                    rewindsInWindow + " rewinds of the replicator cursor in " + half.multipliedBy(2));
-            assertTrue(linesInWindow <= MAX_LOG_LINES_PER_MINUTE,
-                    linesInWindow + " log lines naming the topic in " + half.multipliedBy(2));
-            PersistentReplicator replicator = (PersistentReplicator) ((PersistentTopic) pulsar1.getBrokerService()
-                    .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getReplicators().get(cluster2);
-            int attempts = replicator.getRetryBackoff().getAttempts();
-            System.out.printf("[backoff] %s: %d rewinds in the first %d s, %d in %d s, %d resends of E3,"
-                    + " %d log lines naming the topic, %d ERROR lines%n",
-                    localName, rewindsAlone, half.toSeconds(), rewindsInWindow, half.multipliedBy(2).toSeconds(),
-                    attempts, linesInWindow, errors.get());
-            assertTrue(attempts >= 7 && attempts <= 10, attempts + " resends of E3 in " + half.multipliedBy(2));
-            assertEquals(errors.get(), 0, "no ERROR for an expected refusal");
-            // stats-internal shows the held position, since when and the resends on the replicator cursor.
-            Position held = replicator.getRetryBackoff().getHeldPosition();
-            Map<String, Long> retry = retryMarkers(topic);
-            String at = held.getLedgerId() + ":" + held.getEntryId();
-            assertEquals(retry.keySet(), Set.of(ReplicationRetryBackoff.HELD_SINCE_PREFIX + at,
-                    ReplicationRetryBackoff.ATTEMPTS_PREFIX + at), retry.toString());
-            assertTrue(retry.get(ReplicationRetryBackoff.ATTEMPTS_PREFIX + at) >= 5, retry.toString());
+            awaitNothingArrives(half, remote, onRemote);
+            PersistentReplicator replicator = replicator(topic);
+            assertBoundedWhileHeld(log, replicator, rewindsAlone, half);
+            assertHeldInStatsInternal(topic, replicator, 5);
 
             admin2.topicPolicies().removeMaxMessageSize(topic);
             source.send("E5");
@@ -279,13 +225,50 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
             });
             assertEquals(onRemote, List.of("E3", "E4", "E5"), "in source order, each once");
             assertFalse(replicator.getRetryBackoff().isHeld(), "resumed");
-            assertEquals(errors.get(), 0, "no ERROR for an expected refusal");
-        } finally {
-            context.getConfiguration().getRootLogger().removeAppender(counter.getName());
-            context.updateLoggers();
-            cursorLog.setLevel(cursorLevel);
-            counter.stop();
+            assertEquals(log.errors.get(), 0, "no ERROR for an expected refusal");
         }
+    }
+
+    private void awaitNothingArrives(Duration window, Consumer<String> remote, List<String> onRemote) {
+        await().during(window).atMost(window.plusSeconds(10)).until(() -> {
+            receiveAvailable(remote, onRemote);
+            return onRemote.isEmpty();
+        });
+    }
+
+    // The two halves of the window: at 51.1 s one more rewind, about 9 in 60 s, then one a minute; E4 adds none
+    // (it is not sent while E3 is refused).
+    private static void assertBoundedWhileHeld(TopicLog log, PersistentReplicator replicator, int rewindsAlone,
+                                               Duration half) {
+        Duration window = half.multipliedBy(2);
+        int rewindsInWindow = log.rewinds.get();
+        int linesInWindow = log.lineCount.get();
+        int attempts = replicator.getRetryBackoff().getAttempts();
+        System.out.printf("[backoff] %s: %d rewinds in the first %d s, %d in %d s, %d resends of E3,"
+                + " %d log lines naming the topic, %d ERROR lines%n", log.localName, rewindsAlone,
+                half.toSeconds(), rewindsInWindow, window.toSeconds(), attempts, linesInWindow, log.errors.get());
+        assertTrue(rewindsInWindow <= 12, rewindsInWindow + " rewinds of the replicator cursor in " + window);
+        assertTrue(linesInWindow <= MAX_LOG_LINES_PER_MINUTE,
+                linesInWindow + " log lines naming the topic in " + window);
+        assertTrue(attempts >= 7 && attempts <= 10, attempts + " resends of E3 in " + window);
+        assertEquals(log.errors.get(), 0, "no ERROR for an expected refusal");
+    }
+
+    // stats-internal shows the held position, since when and the resends on the replicator cursor.
+    private String assertHeldInStatsInternal(String topic, PersistentReplicator replicator, int minAttempts)
+            throws Exception {
+        Position held = replicator.getRetryBackoff().getHeldPosition();
+        String at = held.getLedgerId() + ":" + held.getEntryId();
+        Map<String, Long> retry = retryMarkers(topic);
+        assertEquals(retry.keySet(), Set.of(ReplicationRetryBackoff.HELD_SINCE_PREFIX + at,
+                ReplicationRetryBackoff.ATTEMPTS_PREFIX + at), retry.toString());
+        assertTrue(retry.get(ReplicationRetryBackoff.ATTEMPTS_PREFIX + at) >= minAttempts, retry.toString());
+        return at;
+    }
+
+    private PersistentReplicator replicator(String topic) throws Exception {
+        return (PersistentReplicator) ((PersistentTopic) pulsar1.getBrokerService().getTopic(topic, false)
+                .get(10, TimeUnit.SECONDS).get()).getReplicators().get(cluster2);
     }
 
     /**
@@ -302,80 +285,138 @@ public class GeoReplicationFenceBenchTest extends GeoReplicationBenchBase {
         admin1.topics().createNonPartitionedTopic(topic);
         waitReplicatorStarted(topic);
         limitRemoteMessageSize(topic);
-        List<String> warnings = new CopyOnWriteArrayList<>();
-        AbstractAppender held = new AbstractAppender("held-warnings", null, null, true, Property.EMPTY_ARRAY) {
-            @Override
-            public void append(LogEvent event) {
-                String message = event.getMessage().getFormattedMessage();
-                if (message.contains(TopicName.get(topic).getLocalName())) {
-                    warnings.add(event.getLevel() + " " + message);
-                }
-            }
-        };
-        held.start();
-        Logger backoffLog = ((LoggerContext) LogManager.getContext(false))
-                .getLogger(ReplicationRetryBackoff.class.getName());
-        Level backoffLevel = backoffLog.getLevel();
-        // After addAppender, which gives the logger a configuration of its own at its parent's level.
-        backoffLog.addAppender(held);
-        backoffLog.setLevel(Level.INFO);
         List<String> onRemote = new ArrayList<>();
-        try (Consumer<String> remote = remoteConsumer(topic);
+        try (TopicLog log = TopicLog.ofBackoff(topic);
+             Consumer<String> remote = remoteConsumer(topic);
              Producer<String> source = sourceProducer(topic)) {
             MessageId e3 = source.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
             source.send("E4");
             source.send("E5");
-            PersistentReplicator replicator = (PersistentReplicator) ((PersistentTopic) pulsar1.getBrokerService()
-                    .getTopic(topic, false).get(10, TimeUnit.SECONDS).get()).getReplicators().get(cluster2);
+            PersistentReplicator replicator = replicator(topic);
             // Held long enough that the next resend waits 25.6 s.
             await().atMost(WAIT).until(() -> replicator.getRetryBackoff().getNextDelayMillis() >= 25_600);
 
             // 1. What the operator sees: one WARN naming the position and the way out, and stats-internal.
-            Position position = replicator.getRetryBackoff().getHeldPosition();
-            String at = position.getLedgerId() + ":" + position.getEntryId();
+            String at = assertHeldInStatsInternal(topic, replicator, 1);
             assertEquals(at, e3.toString().substring(0, at.length()), "E3 is held");
-            assertEquals(warnings.size(), 1, warnings.toString());
-            assertTrue(warnings.get(0).startsWith("WARN") && warnings.get(0).contains("held at source position "
-                    + at) && warnings.get(0).contains("'topics skip' on the replicator cursor"), warnings.get(0));
-            Map<String, Long> retry = retryMarkers(topic);
-            assertEquals(retry.keySet(), Set.of(ReplicationRetryBackoff.HELD_SINCE_PREFIX + at,
-                    ReplicationRetryBackoff.ATTEMPTS_PREFIX + at), retry.toString());
+            assertEquals(log.lineCount.get(), 1, log.lines.toString());
+            String warning = log.lines.get(0);
+            assertTrue(warning.startsWith("WARN") && warning.contains("held at") && warning.contains(at)
+                    && warning.contains("'topics skip' on the replicator cursor"), warning);
             // 2. The remote has nothing from E3 on: it is not there to copy, the operator gives it up.
             receiveAvailable(remote, onRemote);
             assertTrue(onRemote.isEmpty(), onRemote.toString());
             assertEquals(replicationBacklog(topic), 3L);
 
             // 3. The release: skip E3 on the replicator cursor, unload the topic on the remote (its fence).
-            long released = System.nanoTime();
-            admin1.topics().skipMessages(topic, "pulsar.repl." + cluster2, 1);
-            admin2.topics().unload(topic);
-            await().atMost(Duration.ofSeconds(20)).until(() -> {
-                receiveAvailable(remote, onRemote);
-                return onRemote.size() >= 2 && replicationBacklog(topic) == 0;
-            });
-            long resumedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
-            assertTrue(resumedMillis < 25_600, "resumed " + resumedMillis + " ms after the release");
+            releaseAndAwaitTheRest(topic, remote, onRemote);
             assertEquals(onRemote, List.of("E4", "E5"), "in source order, E3 given up");
 
             // 4. What the operator sees afterwards: the release logged, nothing held.
             assertFalse(replicator.getRetryBackoff().isHeld());
             assertTrue(retryMarkers(topic).isEmpty(), retryMarkers(topic).toString());
-            assertTrue(warnings.stream().anyMatch(w -> w.startsWith("INFO") && w.contains("no longer held at " + at)
-                    && w.contains("skipped by an operator")), warnings.toString());
+            assertTrue(log.lines.stream().anyMatch(w -> w.startsWith("INFO") && w.contains("no longer held")
+                    && w.contains(at) && w.contains("skipped by an operator")), log.lines.toString());
             source.send("E6");
             await().atMost(WAIT).until(() -> {
                 receiveAvailable(remote, onRemote);
                 return onRemote.contains("E6");
             });
             assertEquals(onRemote, List.of("E4", "E5", "E6"));
-        } finally {
-            backoffLog.removeAppender(held);
-            backoffLog.setLevel(backoffLevel);
-            held.stop();
         }
+    }
+
+    // Replication resumes at once, not after the rest of the backoff delay (25.6 s by then).
+    private void releaseAndAwaitTheRest(String topic, Consumer<String> remote, List<String> onRemote)
+            throws Exception {
+        long released = System.nanoTime();
+        admin1.topics().skipMessages(topic, "pulsar.repl." + cluster2, 1);
+        admin2.topics().unload(topic);
+        await().atMost(Duration.ofSeconds(20)).until(() -> {
+            receiveAvailable(remote, onRemote);
+            return onRemote.size() >= 2 && replicationBacklog(topic) == 0;
+        });
+        long resumedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+        assertTrue(resumedMillis < 25_600, "resumed " + resumedMillis + " ms after the release");
     }
 
     private Map<String, Long> retryMarkers(String topic) throws Exception {
         return replicatorCursorProperties(topic, "pulsar.replication.retry.");
+    }
+
+    /**
+     * The log lines (level and text, attributes included: the 5.x structured logger puts the topic and the figures
+     * there) that name one topic, from the moment it is opened until it is closed.
+     */
+    private static final class TopicLog extends AbstractAppender implements AutoCloseable {
+        private final String localName;
+        // The first lines, for the assertions that read them; upstream's loop logs thousands a second.
+        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final AtomicInteger lineCount = new AtomicInteger();
+        private final AtomicInteger rewinds = new AtomicInteger();
+        private final AtomicInteger errors = new AtomicInteger();
+        private Runnable remove;
+
+        private TopicLog(String topic) {
+            super("topic-log", null, null, true, Property.EMPTY_ARRAY);
+            this.localName = TopicName.get(topic).getLocalName();
+            start();
+        }
+
+        // Every line of the broker and the replication client at INFO and above, the cursor's rewinds included.
+        static TopicLog ofBroker(String topic) {
+            TopicLog log = new TopicLog(topic);
+            LoggerContext context = (LoggerContext) LogManager.getContext(false);
+            Logger cursorLog = context.getLogger("org.apache.bookkeeper.mledger.impl.ManagedCursorImpl");
+            Level cursorLevel = cursorLog.getLevel();
+            context.getConfiguration().getRootLogger().addAppender(log, Level.INFO, null);
+            context.updateLoggers();
+            // After updateLoggers, which resets a level set on the logger itself.
+            cursorLog.setLevel(Level.INFO);
+            log.remove = () -> {
+                context.getConfiguration().getRootLogger().removeAppender(log.getName());
+                context.updateLoggers();
+                cursorLog.setLevel(cursorLevel);
+            };
+            return log;
+        }
+
+        // The lines of the replication backoff only.
+        static TopicLog ofBackoff(String topic) {
+            TopicLog log = new TopicLog(topic);
+            Logger backoffLog = ((LoggerContext) LogManager.getContext(false))
+                    .getLogger(ReplicationRetryBackoff.class.getName());
+            Level backoffLevel = backoffLog.getLevel();
+            // After addAppender, which gives the logger a configuration of its own at its parent's level.
+            backoffLog.addAppender(log);
+            backoffLog.setLevel(Level.INFO);
+            log.remove = () -> {
+                backoffLog.removeAppender(log);
+                backoffLog.setLevel(backoffLevel);
+            };
+            return log;
+        }
+
+        @Override
+        public void append(LogEvent event) {
+            String message = event.getMessage().getFormattedMessage() + " " + event.getContextData().toMap();
+            if (!message.contains(localName)) {
+                return;
+            }
+            if (lineCount.incrementAndGet() <= 1_000) {
+                lines.add(event.getLevel() + " " + message);
+            }
+            if (message.contains("Rewind from") && message.contains("pulsar.repl")) {
+                rewinds.incrementAndGet();
+            } else if (event.getLevel().isMoreSpecificThan(Level.ERROR)) {
+                errors.incrementAndGet();
+            }
+        }
+
+        @Override
+        public void close() {
+            remove.run();
+            stop();
+        }
     }
 }

@@ -114,7 +114,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, finding 1: the topic moves to another broker while the remote still refuses E3 (here: the
+     * The topic moves to another broker while the remote still refuses E3 (here: the
      * topic is unloaded and loaded with a new replication client, whose producer has no in-memory record of
      * the refusal, as another broker's would not). The limit is then lifted and the new owner's resend of E3
      * is answered as a duplicate. Upstream (and the previous, in-memory design) took that for a success and
@@ -167,7 +167,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, test 5: two messages refused at once (E3 and E4 both above the remote's limit, E5 and E6 stored
+     * Two messages refused at once (E3 and E4 both above the remote's limit, E5 and E6 stored
      * after them), and the metadata-store write of the first record failing once. Both rejections must be on
      * the cursor before the topic moves, whichever write failed: the new owner holds both duplicate receipts.
      * Upstream deletes both.
@@ -291,7 +291,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, test 6: a remote without source-position dedup (V1: an older broker during an upgrade; here the
+     * A remote without source-position dedup (V1: an older broker during an upgrade; here the
      * replication client does not announce it, so the remote deduplicates by the original producer's name and
      * sequence id). It drops the resend of E3 the same way, with the same -1/-1 receipt: ours holds E3 on the
      * source, upstream deletes it.
@@ -329,7 +329,8 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
     }
 
     /**
-     * Issue 13, test 3 with a remote that does not fence (as upstream's): the remote refuses the first chunk of
+     * The chunked message of the fence tests, towards a remote that does not fence (as upstream's): the remote
+     * refuses the first chunk of
      * a chunked message once (a bit flipped on the wire) and stores the later chunks, which were already on
      * their way; the first chunk's resend is then a duplicate. The message can never be assembled there, so the
      * source must keep it: ours holds its chunks (nothing deleted, nothing republished out of order); upstream

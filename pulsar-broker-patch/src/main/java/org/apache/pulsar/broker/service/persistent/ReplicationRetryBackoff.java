@@ -32,8 +32,6 @@ import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.bookkeeper.mledger.Position;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The resend of a source entry the remote cluster refused (a topic-level maximum message size answered with
@@ -49,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * remote one refused send, not a read batch of them, and nothing after the refused message is sent before it is
  * stored.
  *
- * <p>Logs are bounded: one WARN when the topic becomes held, at most one summary line per
+ * <p>Logs are bounded ({@link ReplicationHoldLog}): one WARN when the topic becomes held, at most one summary line per
  * {@link #SUMMARY_INTERVAL_MILLIS} ms while it stays held, one INFO when it resumes. Only refusals are handled
  * here; any other failed send (the remote topic moving, a reconnect, a timeout) is resent at once, as upstream.
  *
@@ -82,13 +80,11 @@ public class ReplicationRetryBackoff {
         Future<?> schedule(Runnable task, long delayMillis);
     }
 
-    private final String replicatorId;
-    private final String remoteCluster;
     private final Scheduler scheduler;
     private final LongSupplier clock;
     private final BooleanSupplier running;
     private final Predicate<Position> released;
-    private final Logger log;
+    private final ReplicationHoldLog holdLog;
 
     // The first source position refused since the last successful send at or after it; null while not held.
     private volatile Position heldPosition;
@@ -118,20 +114,19 @@ public class ReplicationRetryBackoff {
     public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
                                    BooleanSupplier running, Predicate<Position> released, Meter meter,
                                    Supplier<Attributes> attributes) {
-        this(replicatorId, remoteCluster, (task, delayMillis) -> executor.schedule(task, delayMillis,
-                TimeUnit.MILLISECONDS), System::currentTimeMillis, running, released, LOG, meter, attributes);
+        this((task, delayMillis) -> executor.schedule(task, delayMillis, TimeUnit.MILLISECONDS),
+                System::currentTimeMillis, running, released,
+                new ReplicationHoldLogger(replicatorId, remoteCluster), meter, attributes);
     }
 
-    ReplicationRetryBackoff(String replicatorId, String remoteCluster, Scheduler scheduler, LongSupplier clock,
-                            BooleanSupplier running, Predicate<Position> released, Logger log, Meter meter,
+    ReplicationRetryBackoff(Scheduler scheduler, LongSupplier clock, BooleanSupplier running,
+                            Predicate<Position> released, ReplicationHoldLog holdLog, Meter meter,
                             Supplier<Attributes> attributes) {
-        this.replicatorId = replicatorId;
-        this.remoteCluster = remoteCluster;
         this.scheduler = scheduler;
         this.clock = clock;
         this.running = running;
         this.released = released;
-        this.log = log;
+        this.holdLog = holdLog;
         this.gauges = meter == null ? List.of() : registerGauges(meter, attributes);
     }
 
@@ -174,73 +169,70 @@ public class ReplicationRetryBackoff {
         if (released.test(position)) {
             return retryReleased(retry);
         }
-        long delay;
-        boolean becameHeld = false;
-        boolean summary = false;
-        Position held;
-        int attemptsNow;
-        int refusals = 0;
-        long since;
+        boolean becameHeld;
+        boolean summary;
+        ReplicationHoldLog.Hold hold;
         synchronized (this) {
             if (closed) {
                 return -1;
             }
-            lastReason = why;
-            if (heldPosition == null) {
-                heldPosition = position;
-                heldSinceMillis = now;
-                lastSummaryMillis = now;
-                refusalsSinceSummary = 0;
-                becameHeld = true;
-            } else if (position.compareTo(heldPosition) < 0) {
-                heldPosition = position;
-            }
-            refusalsSinceSummary++;
+            becameHeld = hold(position, why, now);
             if (pending != null) {
                 pending.add(retry);
                 return -1;
             }
-            if (position.compareTo(heldPosition) <= 0) {
-                attempts++;
-                delay = nextDelayMillis;
-                lastDelayMillis = delay;
-                nextDelayMillis = Math.min(nextDelayMillis * 2, MAX_DELAY_MILLIS);
-            } else {
-                delay = lastDelayMillis;
-            }
+            long delay = nextDelay(position);
             pending = new ArrayList<>();
             pending.add(retry);
             // Under this monitor, so that a release in between finds the timer to cancel.
             if (!schedule(delay)) {
                 return -1;
             }
-            if (!becameHeld && now - lastSummaryMillis >= SUMMARY_INTERVAL_MILLIS) {
-                summary = true;
-                refusals = refusalsSinceSummary;
+            summary = !becameHeld && now - lastSummaryMillis >= SUMMARY_INTERVAL_MILLIS;
+            hold = new ReplicationHoldLog.Hold(heldPosition, now - heldSinceMillis, attempts, refusalsSinceSummary,
+                    delay, why);
+            if (summary) {
                 refusalsSinceSummary = 0;
                 lastSummaryMillis = now;
             }
-            held = heldPosition;
-            attemptsNow = attempts;
-            since = heldSinceMillis;
         }
         if (becameHeld) {
-            log.warn("[{}] Replication to cluster {} is held at source position {}: the remote refused it ({}). It"
-                    + " is sent again after {} ms, then with a delay doubling up to {} s, one message at a time;"
-                    + " the messages after it wait behind it. Remove the cause on the remote cluster (for example"
-                    + " raise its topic-level max message size), or give the message up: 'topics skip' on the"
-                    + " replicator cursor, then unload the topic on the remote cluster", replicatorId, remoteCluster,
-                    held, why, delay, TimeUnit.MILLISECONDS.toSeconds(MAX_DELAY_MILLIS));
+            holdLog.held(hold, MAX_DELAY_MILLIS);
         } else if (summary) {
-            log.warn("[{}] Replication to cluster {} still held at source position {} for {} s: {} attempt(s), {}"
-                    + " refusal(s) in the last {} s, next attempt in {} ms, last reason: {}", replicatorId,
-                    remoteCluster, held, TimeUnit.MILLISECONDS.toSeconds(now - since), attemptsNow, refusals,
-                    TimeUnit.MILLISECONDS.toSeconds(SUMMARY_INTERVAL_MILLIS), delay, why);
-        } else if (log.isDebugEnabled()) {
-            log.debug("[{}] Replication to cluster {} held at {}: attempt {}, next in {} ms ({})", replicatorId,
-                    remoteCluster, held, attemptsNow, delay, why);
+            holdLog.stillHeld(hold, SUMMARY_INTERVAL_MILLIS);
+        } else {
+            holdLog.refusedAgain(hold);
         }
-        return delay;
+        return hold.delayMillis();
+    }
+
+    // Guarded by this. Records the refusal of position; true if it starts the hold.
+    private boolean hold(Position position, String why, long now) {
+        lastReason = why;
+        refusalsSinceSummary++;
+        if (heldPosition == null) {
+            heldPosition = position;
+            heldSinceMillis = now;
+            lastSummaryMillis = now;
+            refusalsSinceSummary = 1;
+            return true;
+        }
+        if (position.compareTo(heldPosition) < 0) {
+            heldPosition = position;
+        }
+        return false;
+    }
+
+    // Guarded by this. The delay of the retry a refusal schedules: a refusal of the held position is one more
+    // attempt and doubles the next delay; the refusal of a send that was in flight behind it keeps the rhythm.
+    private long nextDelay(Position position) {
+        if (position.compareTo(heldPosition) > 0) {
+            return lastDelayMillis;
+        }
+        attempts++;
+        lastDelayMillis = nextDelayMillis;
+        nextDelayMillis = Math.min(nextDelayMillis * 2, MAX_DELAY_MILLIS);
+        return lastDelayMillis;
     }
 
     // Schedules the retries pending now: they run after delayMillis, unless released or closed before.
@@ -287,15 +279,14 @@ public class ReplicationRetryBackoff {
             pendingTimer = null;
         }
         if (!running.getAsBoolean()) {
-            log.info("[{}] A resend to cluster {} came due after the replicator stopped: dropped", replicatorId,
-                    remoteCluster);
+            holdLog.droppedAfterStop();
             return;
         }
         for (Runnable retry : due) {
             try {
                 retry.run();
             } catch (Throwable t) {
-                log.error("[{}] A resend to cluster {} failed to start", replicatorId, remoteCluster, t);
+                holdLog.retryFailed(t);
             }
         }
     }
@@ -322,8 +313,7 @@ public class ReplicationRetryBackoff {
             since = heldSinceMillis;
             reset();
         }
-        log.info("[{}] Replication to cluster {} resumed: the remote stored source position {} (held at {} for {} ms,"
-                + " {} attempt(s))", replicatorId, remoteCluster, position, held, now - since, attemptsThen);
+        holdLog.resumed(position, held, now - since, attemptsThen);
     }
 
     /**
@@ -343,7 +333,7 @@ public class ReplicationRetryBackoff {
             // The retry waiting for its delay rewinds past the released entry: it need not wait any longer.
             timer = pendingTimer;
         }
-        log.info("[{}] Replication to cluster {} no longer held at {}: {}", replicatorId, remoteCluster, held, why);
+        holdLog.released(held, why);
         if (timer != null && timer.cancel(false)) {
             schedule(0);
         }
@@ -383,7 +373,7 @@ public class ReplicationRetryBackoff {
             try {
                 gauge.close();
             } catch (Exception e) {
-                log.warn("[{}] Failed to remove a replication gauge: {}", replicatorId, e.toString());
+                holdLog.gaugeNotRemoved(e);
             }
         }
     }
@@ -438,6 +428,4 @@ public class ReplicationRetryBackoff {
     private static String bounded(String value) {
         return value.length() <= MAX_REASON_LENGTH ? value : value.substring(0, MAX_REASON_LENGTH);
     }
-
-    private static final Logger LOG = LoggerFactory.getLogger(ReplicationRetryBackoff.class);
 }

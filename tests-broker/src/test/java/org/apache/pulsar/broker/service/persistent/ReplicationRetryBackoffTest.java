@@ -47,7 +47,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 import org.mockito.invocation.Invocation;
-import org.slf4j.Logger;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
@@ -73,7 +72,7 @@ public class ReplicationRetryBackoffTest {
     // The entries that left the replicator's backlog (skipped by an operator).
     private final Set<Position> skipped = ConcurrentHashMap.newKeySet();
     // The backoff's logger: the test reads the calls (the same on every line, whatever logging backend it has).
-    private Logger log;
+    private ReplicationHoldLog log;
     private ReplicationRetryBackoff backoff;
 
     @BeforeMethod(alwaysRun = true)
@@ -82,13 +81,13 @@ public class ReplicationRetryBackoffTest {
         now.set(1_000_000);
         running.set(true);
         skipped.clear();
-        log = mock(Logger.class);
+        log = mock(ReplicationHoldLog.class);
         backoff = newBackoff(null, null);
     }
 
     private ReplicationRetryBackoff newBackoff(Meter meter, Attributes attributes) {
-        return new ReplicationRetryBackoff("repl-test", "r2", this::schedule, now::get, running::get,
-                skipped::contains, log, meter, () -> attributes);
+        return new ReplicationRetryBackoff(this::schedule, now::get, running::get, skipped::contains, log, meter,
+                () -> attributes);
     }
 
     private CompletableFuture<Void> schedule(Runnable task, long delayMillis) {
@@ -97,27 +96,21 @@ public class ReplicationRetryBackoffTest {
         return timer;
     }
 
-    /** A call to the logger at {@code level} (warn, info, ...): its format and its arguments. */
-    private record Line(String level, String format, List<Object> args) {
+    /** A line of the hold log: the call ({@code held}, {@code stillHeld}, ...) and its arguments. */
+    private record Line(String kind, List<Object> args) {
+        ReplicationHoldLog.Hold hold() {
+            return (ReplicationHoldLog.Hold) args.get(0);
+        }
     }
 
+    // The lines an operator sees at INFO: every call but the debug-level refusedAgain.
     private List<Line> lines() {
         List<Line> lines = new ArrayList<>();
         for (Invocation invocation : mockingDetails(log).getInvocations()) {
-            String level = invocation.getMethod().getName();
-            if (level.startsWith("is")) {
-                continue;
+            String kind = invocation.getMethod().getName();
+            if (!kind.equals("refusedAgain")) {
+                lines.add(new Line(kind, Arrays.asList(invocation.getRawArguments())));
             }
-            Object[] raw = invocation.getRawArguments();
-            List<Object> args = new ArrayList<>();
-            for (int i = 1; i < raw.length; i++) {
-                if (raw[i] instanceof Object[]) {
-                    args.addAll(Arrays.asList((Object[]) raw[i]));
-                } else {
-                    args.add(raw[i]);
-                }
-            }
-            lines.add(new Line(level, (String) raw[0], args));
         }
         return lines;
     }
@@ -213,8 +206,8 @@ public class ReplicationRetryBackoffTest {
         assertEquals(backoff.onRefusal(E4, TOO_LARGE, () -> { }), 100L);
         assertEquals(backoff.getHeldPosition(), E4);
         runDue();
-        // A later message stored while the held one is still refused (a remote without our fence stores the sends
-        // that were in flight behind it) does not end the hold.
+        // A later message stored while the held one is still refused (a remote without the publish fence stores the
+        // sends that were in flight behind it) does not end the hold.
         backoff.onSuccess(E5);
         assertTrue(backoff.isHeld());
         assertEquals(backoff.getNextDelayMillis(), 200L);
@@ -272,7 +265,7 @@ public class ReplicationRetryBackoffTest {
 
     @Test(groups = FORK_ONLY)
     public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
-        ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff("repl-test", "r2", (task, delayMillis) -> {
+        ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff((task, delayMillis) -> {
             throw new RejectedExecutionException("shutting down");
         }, now::get, running::get, skipped::contains, log, null, null);
         assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
@@ -366,21 +359,19 @@ public class ReplicationRetryBackoffTest {
         backoff.onSuccess(E3);
 
         List<Line> lines = lines();
-        long held = lines.stream().filter(l -> l.level().equals("warn")
-                && l.format().contains("is held at source position")).count();
-        long summaries = lines.stream().filter(l -> l.level().equals("warn")
-                && l.format().contains("still held at source position")).count();
-        long resumed = lines.stream().filter(l -> l.level().equals("info") && l.format().contains("resumed")).count();
+        long held = lines.stream().filter(l -> l.kind().equals("held")).count();
+        long summaries = lines.stream().filter(l -> l.kind().equals("stillHeld")).count();
+        long resumed = lines.stream().filter(l -> l.kind().equals("resumed")).count();
         assertEquals(held, 1L, "one WARN when the topic becomes held");
         assertTrue(summaries >= 1 && summaries <= heldMillis / ReplicationRetryBackoff.SUMMARY_INTERVAL_MILLIS,
                 "at most one summary a minute: " + summaries + " in " + heldMillis + " ms");
         assertEquals(resumed, 1L, "one INFO when it resumes");
         assertEquals(lines.size(), held + summaries + resumed, "nothing else logged: " + lines);
-        assertTrue(lines.stream().flatMap(l -> l.args().stream()).noneMatch(a -> a instanceof Throwable),
-                "no stack trace for a refusal");
         Line first = lines.get(0);
-        assertTrue(first.args().contains("r2") && first.args().contains(TOO_LARGE)
-                && first.args().contains(E3) && first.format().contains("'topics skip' on the replicator cursor"),
-                first.toString());
+        assertTrue(first.kind().equals("held") && first.hold().held().equals(E3)
+                && first.hold().reason().equals(TOO_LARGE), first.toString());
+        Line summary = lines.get(1);
+        assertTrue(summary.kind().equals("stillHeld") && summary.hold().held().equals(E3)
+                && summary.hold().attempts() > 1 && summary.hold().refusals() >= 1, summary.toString());
     }
 }

@@ -237,69 +237,100 @@ public class ReplicatorPublishFencesTest {
     private static final int ENTRIES = 20;
 
     private void runSchedule(Random random, long seed) {
-        Map<Long, Integer> refusalsLeft = new HashMap<>();
-        Map<Long, TopicRefusal> refusalKind = new HashMap<>();
-        for (long e = 0; e < ENTRIES; e++) {
-            refusalsLeft.put(e, random.nextInt(4) == 0 ? 1 + random.nextInt(3) : 0);
-            refusalKind.put(e, random.nextBoolean() ? TopicRefusal.TOO_LARGE : TopicRefusal.BAD_CHECKSUM);
+        new Schedule(random, seed).run();
+    }
+
+    /**
+     * One schedule: the replicator reads from its mark-delete position, a reconnect resends everything pending,
+     * and the topic refuses some entries a few times (too large, or a bad checksum the client gives up on).
+     */
+    private final class Schedule {
+        private final Random random;
+        private final long seed;
+        private final Map<Long, Integer> refusalsLeft = new HashMap<>();
+        private final Map<Long, TopicRefusal> refusalKind = new HashMap<>();
+        private final Set<Long> acked = new HashSet<>();
+        private final Deque<Long> pending = new ArrayDeque<>();
+        // What the client sends next in this round; a resend replaces it.
+        private Deque<Long> wire;
+        private long stored = -1;
+
+        Schedule(Random random, long seed) {
+            this.random = random;
+            this.seed = seed;
+            for (long e = 0; e < ENTRIES; e++) {
+                refusalsLeft.put(e, random.nextInt(4) == 0 ? 1 + random.nextInt(3) : 0);
+                refusalKind.put(e, random.nextBoolean() ? TopicRefusal.TOO_LARGE : TopicRefusal.BAD_CHECKSUM);
+            }
+            // The first entry is stored before the schedule starts: the topic knows a high-water mark.
+            refusalsLeft.put(0L, 0);
         }
-        // The first entry is stored before the schedule starts: the topic knows a high-water mark.
-        refusalsLeft.put(0L, 0);
-        long stored = -1;
-        Set<Long> acked = new HashSet<>();
-        Deque<Long> pending = new ArrayDeque<>();
-        int rounds = 0;
-        while (markDelete(acked) < ENTRIES - 1) {
-            assertTrue(++rounds < 3_000, "no progress, seed " + seed);
+
+        void run() {
+            int rounds = 0;
+            while (markDelete(acked) < ENTRIES - 1) {
+                assertTrue(++rounds < 3_000, "no progress, seed " + seed);
+                wire = read();
+                while (!wire.isEmpty()) {
+                    sendOne(wire.poll());
+                }
+            }
+            assertEquals(stored, ENTRIES - 1, "seed " + seed);
+        }
+
+        // A read from the mark-delete position; one in three rounds is a reconnect that resends what is pending.
+        private Deque<Long> read() {
             long first = markDelete(acked) + 1;
             long last = Math.min(ENTRIES - 1, first + random.nextInt(6));
-            Deque<Long> wire = new ArrayDeque<>();
+            Deque<Long> read = new ArrayDeque<>();
             for (long e = first; e <= last; e++) {
                 if (!acked.contains(e)) {
                     pending.add(e);
-                    wire.add(e);
+                    read.add(e);
                 }
             }
-            if (random.nextInt(3) == 0) {
-                // A reconnect: the client resends everything pending, in order.
-                wire = new ArrayDeque<>(pending);
+            return random.nextInt(3) == 0 ? new ArrayDeque<>(pending) : read;
+        }
+
+        private void sendOne(long e) {
+            int left = refusalsLeft.get(e);
+            TopicRefusal topicRefusal = left > 0 ? refusalKind.get(e) : TopicRefusal.NONE;
+            long[] highest = pushed.get(PRODUCER);
+            boolean duplicate = highest != null && highest[1] >= e;
+            String refusal = send(e, topicRefusal);
+            boolean head = !pending.isEmpty() && pending.peekFirst() == e;
+            if (refusal == null) {
+                receipt(e, duplicate, head);
+                return;
             }
-            while (!wire.isEmpty()) {
-                long e = wire.poll();
-                int left = refusalsLeft.get(e);
-                TopicRefusal topicRefusal = left > 0 ? refusalKind.get(e) : TopicRefusal.NONE;
-                long[] highest = pushed.get(PRODUCER);
-                boolean duplicate = highest != null && highest[1] >= e;
-                String refusal = send(e, topicRefusal);
-                boolean head = !pending.isEmpty() && pending.peekFirst() == e;
-                if (refusal == null) {
-                    if (!duplicate) {
-                        assertEquals(e, stored + 1, "stored out of order (a gap), seed " + seed);
-                        stored = e;
-                    }
-                    if (head) {
-                        pending.pollFirst();
-                        acked.add(e);
-                    } else if (pending.contains(e)) {
-                        wire = new ArrayDeque<>(pending);
-                    }
-                    continue;
-                }
-                if (!refusal.startsWith(ReplicatorPublishFences.FENCED)) {
-                    refusalsLeft.put(e, left - 1);
-                }
-                if (topicRefusal == TopicRefusal.BAD_CHECKSUM) {
-                    if (head && random.nextBoolean()) {
-                        pending.pollFirst();
-                    } else {
-                        wire.addAll(pending);
-                    }
-                } else if (head) {
+            if (!refusal.startsWith(ReplicatorPublishFences.FENCED)) {
+                refusalsLeft.put(e, left - 1);
+            }
+            if (topicRefusal == TopicRefusal.BAD_CHECKSUM) {
+                if (head && random.nextBoolean()) {
                     pending.pollFirst();
+                } else {
+                    wire.addAll(pending);
                 }
+            } else if (head) {
+                pending.pollFirst();
             }
         }
-        assertEquals(stored, ENTRIES - 1, "seed " + seed);
+
+        // A receipt: stored in order unless a duplicate; the client acks the head, and resends after an out of
+        // order receipt.
+        private void receipt(long e, boolean duplicate, boolean head) {
+            if (!duplicate) {
+                assertEquals(e, stored + 1, "stored out of order (a gap), seed " + seed);
+                stored = e;
+            }
+            if (head) {
+                pending.pollFirst();
+                acked.add(e);
+            } else if (pending.contains(e)) {
+                wire = new ArrayDeque<>(pending);
+            }
+        }
     }
 
     private static long markDelete(Set<Long> acked) {
