@@ -158,58 +158,74 @@ public class CursorAckWorkload {
         if (readInFlight) {
             release = holdOneRead();
         }
-        CountDownLatch done = new CountDownLatch(batch - 1);
-        AsyncCallbacks.DeleteCallback deleteCallback = new AsyncCallbacks.DeleteCallback() {
-            @Override
-            public void deleteComplete(Object ctx) {
-                done.countDown();
-            }
-
-            @Override
-            public void deleteFailed(ManagedLedgerException exception, Object ctx) {
-                done.countDown();
-            }
-        };
-        AsyncCallbacks.MarkDeleteCallback markDeleteCallback = new AsyncCallbacks.MarkDeleteCallback() {
-            @Override
-            public void markDeleteComplete(Object ctx) {
-                done.countDown();
-            }
-
-            @Override
-            public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
-                done.countDown();
-            }
-        };
+        CountingCallbacks callbacks = new CountingCallbacks(batch - 1);
         long start = System.nanoTime();
-        // Individual acks in an order that leaves holes for a while, as consumers on shared
-        // subscriptions do: odd positions first, then even ones.
-        for (int pass = 1; pass >= 0; pass--) {
-            for (int i = 2 - pass; i < batch; i += 2) {
-                if (individual) {
-                    cursor.asyncDelete(positions.get(i), deleteCallback, null);
-                } else if (pass == 0) {
-                    cursor.asyncMarkDelete(positions.get(i), markDeleteCallback, null);
-                } else {
-                    done.countDown();
-                }
-            }
-        }
+        submitAcks(callbacks);
         long submitted = System.nanoTime();
         if (release != null) {
-            int queued = queuedMarkDeletes();
-            release.complete(null);
-            bkc.setReadHandleInterceptor(null);
-            if (queued == 0) {
-                throw new IllegalStateException("no ack queued behind the held read");
-            }
+            releaseHeldRead(release);
         }
-        if (!done.await(60, TimeUnit.SECONDS)) {
+        if (!callbacks.done.await(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("acks did not complete");
         }
         submitNanos += submitted - start;
         settleNanos += System.nanoTime() - submitted;
         return cursor.getStats().getPersistLedgerSucceed() - writesBefore;
+    }
+
+    /** Counts down once per ack settled, completed or failed. */
+    private static final class CountingCallbacks
+            implements AsyncCallbacks.DeleteCallback, AsyncCallbacks.MarkDeleteCallback {
+        final CountDownLatch done;
+
+        CountingCallbacks(int acks) {
+            this.done = new CountDownLatch(acks);
+        }
+
+        @Override
+        public void deleteComplete(Object ctx) {
+            done.countDown();
+        }
+
+        @Override
+        public void deleteFailed(ManagedLedgerException exception, Object ctx) {
+            done.countDown();
+        }
+
+        @Override
+        public void markDeleteComplete(Object ctx) {
+            done.countDown();
+        }
+
+        @Override
+        public void markDeleteFailed(ManagedLedgerException exception, Object ctx) {
+            done.countDown();
+        }
+    }
+
+    private void submitAcks(CountingCallbacks callbacks) {
+        // Individual acks in an order that leaves holes for a while, as consumers on shared
+        // subscriptions do: odd positions first, then even ones.
+        for (int pass = 1; pass >= 0; pass--) {
+            for (int i = 2 - pass; i < batch; i += 2) {
+                if (individual) {
+                    cursor.asyncDelete(positions.get(i), callbacks, null);
+                } else if (pass == 0) {
+                    cursor.asyncMarkDelete(positions.get(i), callbacks, null);
+                } else {
+                    callbacks.done.countDown();
+                }
+            }
+        }
+    }
+
+    private void releaseHeldRead(CompletableFuture<Void> release) throws Exception {
+        int queued = queuedMarkDeletes();
+        release.complete(null);
+        bkc.setReadHandleInterceptor(null);
+        if (queued == 0) {
+            throw new IllegalStateException("no ack queued behind the held read");
+        }
     }
 
     /** Nanoseconds spent submitting acks, summed over every batch so far. */

@@ -44,10 +44,11 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, scenario d, in real broker processes: two standalones of one jar set as two clusters, geo-replication
- * from {@code cluster-a} to {@code cluster-b}, deduplication on both (#26113's set-up). The remote refuses E3 by a
- * topic-level maximum message size (1 KB) while E4 and E5 follow it; the source is killed ({@code kill -9}) and
- * restarted on its data while the remote still refuses E3, then the limit is lifted and E6 published.
+ * Scenario d of docs/drop-in.md, in real broker processes: two standalones of one jar set as two clusters,
+ * geo-replication from {@code cluster-a} to {@code cluster-b}, deduplication on both (#26113's set-up). The remote
+ * refuses E3 by a topic-level maximum message size (1 KB) while E4 and E5 follow it; the source is killed
+ * ({@code kill -9}) and restarted on its data while the remote still refuses E3, then the limit is lifted and E6
+ * published.
  * Upstream's remote stores E4 and E5, answers the resend of E3 as a duplicate ({@code -1/-1}), and the source
  * deletes E3: it is on neither cluster. Ours (all three jars on both brokers, as {@code bin/drop-in} installs
  * them): the remote fences the replicator after the refusal and the source keeps E3, so the remote gets E1 to E6,
@@ -132,13 +133,7 @@ public class StandaloneGeoReplicationTest {
         source.configure("clusterName=" + SOURCE + "\nbrokerDeduplicationEnabled=true");
         remote.configure("clusterName=" + REMOTE + "\nbrokerDeduplicationEnabled=true");
         try {
-            source.start();
-            remote.start();
-            for (Standalone broker : List.of(source, remote)) {
-                defineClusters(broker, source, remote);
-            }
-            expectOk(remote.send("PUT", TOPIC_PATH, null));
-            expectOk(source.send("PUT", TOPIC_PATH, null));
+            startWithReplicatedTopic(source, remote);
             try (PulsarClient sourceClient = source.client(); PulsarClient remoteClient = remote.client();
                  Consumer<String> onRemote = remoteClient.newConsumer(Schema.STRING).topic(TOPIC)
                          .subscriptionName("check").subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
@@ -151,54 +146,76 @@ public class StandaloneGeoReplicationTest {
                     receiveAvailable(onRemote, outcome.onRemote);
                     return outcome.onRemote.contains("E2");
                 });
-
-                expectOk(remote.send("POST", TOPIC_PATH + "/maxMessageSize", String.valueOf(REMOTE_MAX_MESSAGE_SIZE)));
-                await().atMost(WAIT).until(() -> limitOnRemote(remote));
-                producer.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
-                producer.send("E4");
-                producer.send("E5");
-                // The remote refused E3: upstream's has stored E4 and E5 by then, ours has recorded the refusal on
-                // the source (and fenced the replicator on the remote).
-                try {
-                    await().atMost(WAIT).until(() -> {
-                        receiveAvailable(onRemote, outcome.onRemote);
-                        outcome.refusalRecorded = source.get(TOPIC_PATH + "/internalStats").contains(REJECTION_RECORD);
-                        return outcome.onRemote.contains("E5") || outcome.refusalRecorded;
-                    });
-                    outcome.refusalSeen = true;
-                } catch (ConditionTimeoutException e) {
-                    outcome.refusalSeen = false;
-                }
-                outcome.beforeKill = List.copyOf(outcome.onRemote);
-
-                // The source process dies while the remote still refuses E3 and comes back on the same data: what
-                // its replicator knew of the refusal in memory is gone (as when the topic moves to another broker).
-                source.kill9();
-                source.start();
-                await().atMost(WAIT).ignoreExceptions().until(() -> source.send("GET", TOPIC_PATH + "/internalStats",
-                        null).statusCode() == 200);
-                expectOk(remote.send("DELETE", TOPIC_PATH + "/maxMessageSize", null));
-                await().atMost(WAIT).until(() -> !limitOnRemote(remote));
-                // E6 is replicated after E3's resend has been answered: once the remote has it and the source's
-                // backlog is empty, the remote has all it will ever get. Upstream 4.0.8's replicator can stall
-                // in a rewind loop instead (docs/bench.md): then what it has after WAIT is the outcome.
-                producer.send("E6");
-                try {
-                    await().atMost(WAIT).until(() -> {
-                        receiveAvailable(onRemote, outcome.onRemote);
-                        outcome.backlog = replicationBacklog(source);
-                        return outcome.onRemote.contains("E6") && outcome.backlog == 0;
-                    });
-                    outcome.settled = true;
-                } catch (ConditionTimeoutException e) {
-                    outcome.settled = false;
-                }
-                receiveAvailable(onRemote, outcome.onRemote);
+                sendWhileTheRemoteRefusesE3(source, remote, producer, onRemote, outcome);
+                killTheSourceAndLiftTheLimit(source, remote);
+                sendE6AndAwaitTheDrain(source, producer, onRemote, outcome);
             }
         } finally {
             source.kill9();
             remote.kill9();
         }
+    }
+
+    private static void startWithReplicatedTopic(Standalone source, Standalone remote) throws Exception {
+        source.start();
+        remote.start();
+        for (Standalone broker : List.of(source, remote)) {
+            defineClusters(broker, source, remote);
+        }
+        expectOk(remote.send("PUT", TOPIC_PATH, null));
+        expectOk(source.send("PUT", TOPIC_PATH, null));
+    }
+
+    private static void sendWhileTheRemoteRefusesE3(Standalone source, Standalone remote, Producer<String> producer,
+            Consumer<String> onRemote, Outcome outcome) throws Exception {
+        expectOk(remote.send("POST", TOPIC_PATH + "/maxMessageSize", String.valueOf(REMOTE_MAX_MESSAGE_SIZE)));
+        await().atMost(WAIT).until(() -> limitOnRemote(remote));
+        producer.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
+        producer.send("E4");
+        producer.send("E5");
+        // The remote refused E3: upstream's has stored E4 and E5 by then, ours has recorded the refusal on
+        // the source (and fenced the replicator on the remote).
+        try {
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(onRemote, outcome.onRemote);
+                outcome.refusalRecorded = source.get(TOPIC_PATH + "/internalStats").contains(REJECTION_RECORD);
+                return outcome.onRemote.contains("E5") || outcome.refusalRecorded;
+            });
+            outcome.refusalSeen = true;
+        } catch (ConditionTimeoutException e) {
+            outcome.refusalSeen = false;
+        }
+        outcome.beforeKill = List.copyOf(outcome.onRemote);
+    }
+
+    private static void killTheSourceAndLiftTheLimit(Standalone source, Standalone remote) throws Exception {
+        // The source process dies while the remote still refuses E3 and comes back on the same data: what
+        // its replicator knew of the refusal in memory is gone (as when the topic moves to another broker).
+        source.kill9();
+        source.start();
+        await().atMost(WAIT).ignoreExceptions().until(() -> source.send("GET", TOPIC_PATH + "/internalStats",
+                null).statusCode() == 200);
+        expectOk(remote.send("DELETE", TOPIC_PATH + "/maxMessageSize", null));
+        await().atMost(WAIT).until(() -> !limitOnRemote(remote));
+    }
+
+    private static void sendE6AndAwaitTheDrain(Standalone source, Producer<String> producer,
+            Consumer<String> onRemote, Outcome outcome) throws Exception {
+        // E6 is replicated after E3's resend has been answered: once the remote has it and the source's
+        // backlog is empty, the remote has all it will ever get. Upstream 4.0.8's replicator can stall
+        // in a rewind loop instead (docs/bench.md): then what it has after WAIT is the outcome.
+        producer.send("E6");
+        try {
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(onRemote, outcome.onRemote);
+                outcome.backlog = replicationBacklog(source);
+                return outcome.onRemote.contains("E6") && outcome.backlog == 0;
+            });
+            outcome.settled = true;
+        } catch (ConditionTimeoutException e) {
+            outcome.settled = false;
+        }
+        receiveAvailable(onRemote, outcome.onRemote);
     }
 
     private static boolean limitOnRemote(Standalone remote) throws Exception {

@@ -51,7 +51,7 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, scenarios a and b, in real broker processes: a standalone of this line (4.0.8: upstream's server
+ * Scenarios a and b of docs/drop-in.md, in real broker processes: a standalone of this line (4.0.8: upstream's server
  * distribution; 4.2.4, 5.0.0-M1: a home assembled from upstream's Maven artifacts, {@link Standalone}), once with
  * upstream's jars and once with ours installed by {@code bin/drop-in}.
  * Both scenarios share each jar set's one {@code kill -9} and restart on the same data (a standalone takes most
@@ -163,43 +163,60 @@ public class StandaloneKill9Test {
         Standalone broker = new Standalone(homes.home(jars));
         String topic = "compacted-" + jars;
         ThrottledAcks acks = new ThrottledAcks("acked-" + jars);
-        AfterRestart r = new AfterRestart();
         try {
             broker.start();
-            long lastReceipt = System.nanoTime();
-            try (PulsarClient client = broker.client()) {
-                if (RECEIPTS) {
-                    lastReceipt = acks.publishAndAck(client,
-                            () -> broker.get("/admin/v2/persistent/public/default/" + acks.topic + "/internalStats"));
-                }
-                publish(client, topic, "v1");
-                long first = compact(broker, topic, -1);
-                publish(client, topic, "v2");
-                long second = compact(broker, topic, first);
-                await().atMost(WAIT).until(() -> broker.log().contains(PREVIOUS_LEDGER_DELETED));
-                System.out.printf("[standalone %s, %s jars] compacted ledgers %d then %d; the first deleted%n",
-                        LINE, jars, first, second);
-            }
-            // Past one limiter period (10 s) since the last receipt, with a margin: the time ours has to write.
-            // Scenario b alone kills at once: the compaction cursor's writes are never throttled on ours.
-            long killAt = lastReceipt + (RECEIPTS ? TimeUnit.SECONDS.toNanos(15) : 0);
-            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
-                    .until(() -> System.nanoTime() >= killAt);
-            broker.kill9();
+            long lastReceipt = ackAndCompactTwice(broker, jars, topic, acks);
+            killOnceThrottledAcksHadTheirPeriod(broker, lastReceipt);
             broker.start();
-            try (PulsarClient client = broker.client()) {
-                r.view = compactedViewOnceReadable(broker, client, topic);
-                if (RECEIPTS) {
-                    Standalone.publishSentinel(client, acks.topic);
-                    r.redeliveredIndividual = acks.redelivered(client, ThrottledAcks.SHARED);
-                    r.redeliveredCumulative = acks.redelivered(client, ThrottledAcks.CUMULATIVE);
-                }
-                // A result counts only from a broker that stores and reads: a new topic's message, read back.
-                assertWritesAndReads(client, "health-" + jars);
-                return r;
-            }
+            return readAfterRestart(broker, jars, topic, acks);
         } finally {
             broker.kill9();
+        }
+    }
+
+    /** The halves before the kill; returns when (System.nanoTime) the last ack receipt arrived. */
+    private long ackAndCompactTwice(Standalone broker, String jars, String topic, ThrottledAcks acks)
+            throws Exception {
+        long lastReceipt = System.nanoTime();
+        try (PulsarClient client = broker.client()) {
+            if (RECEIPTS) {
+                lastReceipt = acks.publishAndAck(client,
+                        () -> broker.get("/admin/v2/persistent/public/default/" + acks.topic + "/internalStats"));
+            }
+            publish(client, topic, "v1");
+            long first = compact(broker, topic, -1);
+            publish(client, topic, "v2");
+            long second = compact(broker, topic, first);
+            await().atMost(WAIT).until(() -> broker.log().contains(PREVIOUS_LEDGER_DELETED));
+            System.out.printf("[standalone %s, %s jars] compacted ledgers %d then %d; the first deleted%n",
+                    LINE, jars, first, second);
+        }
+        return lastReceipt;
+    }
+
+    private static void killOnceThrottledAcksHadTheirPeriod(Standalone broker, long lastReceipt) throws Exception {
+        // Past one limiter period (10 s) since the last receipt, with a margin: the time ours has to write.
+        // Scenario b alone kills at once: the compaction cursor's writes are never throttled on ours.
+        long killAt = lastReceipt + (RECEIPTS ? TimeUnit.SECONDS.toNanos(15) : 0);
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+                .until(() -> System.nanoTime() >= killAt);
+        broker.kill9();
+    }
+
+    /** The halves after the restart, on the same data. */
+    private static AfterRestart readAfterRestart(Standalone broker, String jars, String topic, ThrottledAcks acks)
+            throws Exception {
+        AfterRestart r = new AfterRestart();
+        try (PulsarClient client = broker.client()) {
+            r.view = compactedViewOnceReadable(broker, client, topic);
+            if (RECEIPTS) {
+                Standalone.publishSentinel(client, acks.topic);
+                r.redeliveredIndividual = acks.redelivered(client, ThrottledAcks.SHARED);
+                r.redeliveredCumulative = acks.redelivered(client, ThrottledAcks.CUMULATIVE);
+            }
+            // A result counts only from a broker that stores and reads: a new topic's message, read back.
+            assertWritesAndReads(client, "health-" + jars);
+            return r;
         }
     }
 

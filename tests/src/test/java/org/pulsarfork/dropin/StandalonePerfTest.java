@@ -37,7 +37,7 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, pulsar-perf side by side: upstream's 4.0.8 {@code bin/pulsar-perf} produces and consumes against a real
+ * Pulsar-perf side by side: upstream's 4.0.8 {@code bin/pulsar-perf} produces and consumes against a real
  * standalone with upstream's jars and with ours (installed by {@code bin/drop-in}), in one run with the same
  * settings. On 4.0.8 it is the distribution's {@code bin/pulsar standalone} and pulsar-perf runs from the broker's
  * home, so with ours it runs our client jar too. On 4.2.4 and 5.0.0-M1 the broker is the assembled home and
@@ -56,6 +56,7 @@ import org.testng.annotations.Test;
 @Test(groups = FORK_ONLY)
 public class StandalonePerfTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String SUBSCRIPTION = "perf";
     private static final String PUBLISH_RATE = System.getProperty("standalone.perf.publishRate", "1000000");
     private static final Pattern THROUGHPUT = Pattern.compile(
             "Aggregated throughput stats --- (\\d+) records (?:sent|received) --- ([\\d.]+) msg/s"
@@ -114,39 +115,64 @@ public class StandalonePerfTest {
 
     private Result measure(Standalone broker, String jars, int round, String type, int seconds)
             throws Exception {
-        String topic = "persistent://public/default/perf-" + jars + "-" + round + "-" + type.toLowerCase();
-        String sub = "perf";
-        String path = "/admin/v2/" + topic.replace("persistent://", "persistent/");
+        Run run = Run.of(broker, jars, round, type);
         // The subscription exists before the first message: the consumer gets everything published.
-        int created = broker.send("PUT", path + "/subscription/" + sub, null).statusCode();
+        int created = broker.send("PUT", run.path() + "/subscription/" + SUBSCRIPTION, null).statusCode();
         assertTrue(created == 204 || created == 200, "creating the subscription answered " + created);
-        Path logs = broker.home().resolve("perf-logs");
-        Files.createDirectories(logs);
-        Path consumeLog = logs.resolve(jars + "-" + round + "-" + type + "-consume.log");
-        Path produceLog = logs.resolve(jars + "-" + round + "-" + type + "-produce.log");
+        Files.createDirectories(run.logs());
+        produceAndConsume(run, seconds);
+        return result(run);
+    }
+
+    /** One measured run: a jar set, a round and a subscription type, on a topic and with logs of its own. */
+    private record Run(Standalone broker, String jars, int round, String type, String topic, String path,
+            Path logs) {
+        static Run of(Standalone broker, String jars, int round, String type) {
+            String topic = "persistent://public/default/perf-" + jars + "-" + round + "-" + type.toLowerCase();
+            return new Run(broker, jars, round, type, topic, "/admin/v2/" + topic.replace("persistent://",
+                    "persistent/"), broker.home().resolve("perf-logs"));
+        }
+
+        Path consumeLog() {
+            return logs.resolve(jars + "-" + round + "-" + type + "-consume.log");
+        }
+
+        Path produceLog() {
+            return logs.resolve(jars + "-" + round + "-" + type + "-produce.log");
+        }
+    }
+
+    private void produceAndConsume(Run run, int seconds) throws Exception {
+        Standalone broker = run.broker();
         // Shared: two consumers racing, so that acks arrive with holes; Exclusive: one, acking in order.
-        Process consume = perf(broker, consumeLog, "consume", "-u", broker.serviceUrl(), "-st", type, "-ss", sub,
-                "-n", "Shared".equals(type) ? "2" : "1", "-i", "10", topic);
+        Process consume = perf(broker, run.consumeLog(), "consume", "-u", broker.serviceUrl(), "-st", run.type(),
+                "-ss", SUBSCRIPTION, "-n", "Shared".equals(run.type()) ? "2" : "1", "-i", "10", run.topic());
         // pulsar-perf 4.0.8 has no unthrottled mode (a rate of 0 makes its producer thread fail): a rate far above
         // what two cores publish.
-        Process produce = perf(broker, produceLog, "produce", "-u", broker.serviceUrl(), "-r", PUBLISH_RATE,
-                "-s", "1024", "-time", String.valueOf(seconds), "-i", "10", topic);
+        Process produce = perf(broker, run.produceLog(), "produce", "-u", broker.serviceUrl(), "-r", PUBLISH_RATE,
+                "-s", "1024", "-time", String.valueOf(seconds), "-i", "10", run.topic());
         assertTrue(produce.waitFor(seconds + 120, TimeUnit.SECONDS), "pulsar-perf produce did not end");
         // The consumer stops once it has everything: its shutdown hook prints its totals.
         await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200)).until(() ->
-                JSON.readTree(broker.get(path + "/stats")).path("subscriptions").path(sub).path("msgBacklog")
-                        .asLong(-1) == 0);
+                JSON.readTree(broker.get(run.path() + "/stats")).path("subscriptions").path(SUBSCRIPTION)
+                        .path("msgBacklog").asLong(-1) == 0);
         consume.destroy();
         assertTrue(consume.waitFor(60, TimeUnit.SECONDS), "pulsar-perf consume did not end");
+    }
+
+    private static Result result(Run run) throws Exception {
+        Path produceLog = run.produceLog();
+        Path consumeLog = run.consumeLog();
         String produced = Files.readString(produceLog);
         String consumed = Files.readString(consumeLog);
         Matcher pt = find(THROUGHPUT, produced, produceLog);
         Matcher pl = find(LATENCY, produced, produceLog);
         Matcher ct = find(THROUGHPUT, consumed, consumeLog);
         Matcher cl = find(LATENCY, consumed, consumeLog);
-        JsonNode cursor = JSON.readTree(broker.get(path + "/internalStats")).path("cursors").path(sub);
+        JsonNode cursor = JSON.readTree(run.broker().get(run.path() + "/internalStats")).path("cursors")
+                .path(SUBSCRIPTION);
         assertTrue(!produced.contains("Got error"), "pulsar-perf produce failed: " + produceLog);
-        Result r = new Result(jars, round, type);
+        Result r = new Result(run.jars(), run.round(), run.type());
         r.sent = Long.parseLong(pt.group(1));
         assertTrue(r.sent > 0, "pulsar-perf produce sent nothing: " + produceLog);
         r.sendRate = number(pt.group(2));
@@ -163,7 +189,8 @@ public class StandalonePerfTest {
         // More than sent is redelivery, counted in the result as the net excess (upstream's Exclusive run of one
         // round received 18,433 more than sent). That a redelivery hides no loss is shown by the backlog of 0 awaited
         // above: the consumer acks what it receives, so every published message was acked. Fewer is a loss.
-        assertTrue(r.received >= r.sent, jars + " " + type + ": consumed what was published (" + consumeLog + ")");
+        assertTrue(r.received >= r.sent, run.jars() + " " + run.type() + ": consumed what was published ("
+                + consumeLog + ")");
         return r;
     }
 

@@ -49,7 +49,7 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * Issue 12, scenario c, in real broker processes (a standalone of this line, upstream's jars and ours):
+ * Scenario c of docs/drop-in.md, in real broker processes (a standalone of this line, upstream's jars and ours):
  * {@code reset-cursor}, or the client's {@code seek} every other round, while a consumer acks at full speed under
  * {@code standalone.conf}'s mark-delete limiter (0.1/s), {@code kill -9} at a random moment after the reset
  * answered, restart on the same data. The subscription must resume from the reset position: every message at or
@@ -151,37 +151,10 @@ public class StandaloneResetUnderLoadTest {
             try {
                 int resetAfter = 400 + random.nextInt(MESSAGES / 4);
                 await().atMost(WAIT).until(() -> acked.get() >= resetAfter);
-                // From here an ack is excused: it may land after the reset. Those issued before are applied before it
-                // (on 4.x a receipt answers once the ack is applied).
-                CompletableFuture<?>[] before;
-                synchronized (receiptsBeforeReset) {
-                    resetSent = true;
-                    before = receiptsBeforeReset.toArray(new CompletableFuture<?>[0]);
-                    ackedAtReset = acked.get();
-                    highestAckedBeforeReset = highestAcked;
-                }
-                CompletableFuture.allOf(before).get(30, TimeUnit.SECONDS);
+                awaitTheAcksBeforeTheReset();
                 resetTo = random.nextInt(resetAfter / 2);
-                CompletableFuture<MessageId> targetSent;
-                synchronized (ids) {
-                    publishedAtReset = ids.size();
-                    targetSent = ids.get(resetTo);
-                }
-                MessageIdImpl target = (MessageIdImpl) targetSent.get(30, TimeUnit.SECONDS);
-                if (clientSeek) {
-                    // Answered once the broker has reset the subscription, as reset-cursor is.
-                    consumer.seek(target);
-                } else {
-                    HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
-                            + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId()
-                            + ",\"entryId\":" + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
-                    assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
-                }
-                killDelayMillis = random.nextInt(2_000);
-                long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
-                await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
-                        .until(() -> System.nanoTime() >= killAt);
-                broker.kill9();
+                reset(consumer, broker, resetTarget());
+                killAfterARandomDelay(broker);
             } finally {
                 stop = true;
                 acker.join(TimeUnit.SECONDS.toMillis(60));
@@ -190,6 +163,48 @@ public class StandaloneResetUnderLoadTest {
                 producer.closeAsync();
             }
             assertTrue(!acker.isAlive() && !publisher.isAlive(), "the acker or the publisher did not stop");
+        }
+
+        private void awaitTheAcksBeforeTheReset() throws Exception {
+            // From here an ack is excused: it may land after the reset. Those issued before are applied before it
+            // (on 4.x a receipt answers once the ack is applied).
+            CompletableFuture<?>[] before;
+            synchronized (receiptsBeforeReset) {
+                resetSent = true;
+                before = receiptsBeforeReset.toArray(new CompletableFuture<?>[0]);
+                ackedAtReset = acked.get();
+                highestAckedBeforeReset = highestAcked;
+            }
+            CompletableFuture.allOf(before).get(30, TimeUnit.SECONDS);
+        }
+
+        private MessageIdImpl resetTarget() throws Exception {
+            CompletableFuture<MessageId> targetSent;
+            synchronized (ids) {
+                publishedAtReset = ids.size();
+                targetSent = ids.get(resetTo);
+            }
+            return (MessageIdImpl) targetSent.get(30, TimeUnit.SECONDS);
+        }
+
+        private void reset(Consumer<String> consumer, Standalone broker, MessageIdImpl target) throws Exception {
+            if (clientSeek) {
+                // Answered once the broker has reset the subscription, as reset-cursor is.
+                consumer.seek(target);
+            } else {
+                HttpResponse<String> reset = broker.send("POST", "/admin/v2/persistent/public/default/" + topic
+                        + "/subscription/s/resetcursor", "{\"ledgerId\":" + target.getLedgerId()
+                        + ",\"entryId\":" + target.getEntryId() + ",\"partitionIndex\":-1,\"isExcluded\":false}");
+                assertEquals(reset.statusCode() / 100, 2, "reset-cursor: " + reset.body());
+            }
+        }
+
+        private void killAfterARandomDelay(Standalone broker) throws Exception {
+            killDelayMillis = random.nextInt(2_000);
+            long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(killDelayMillis);
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+                    .until(() -> System.nanoTime() >= killAt);
+            broker.kill9();
         }
 
         private void publish(Producer<String> producer) {

@@ -44,7 +44,7 @@ import org.testng.annotations.Test;
 
 /**
  * "Complete means durable" one step away from the reported scenarios: the six defects a review of the
- * patched cursor found (issue 11), each pinned by the schedule that shows it. Entries p0..p9; a limiter
+ * patched cursor found, each pinned by the schedule that shows it. Entries p0..p9; a limiter
  * this slow never grants a second permit, so only a flush, a close or another write persists a
  * throttled ack.
  */

@@ -121,8 +121,27 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
     public void aFallbackRecordAtTheDefaultRangeCapFitsAZnode() throws Exception {
         int holes = new ManagedLedgerConfig().getMaxUnackedRangesToPersistInMetadataStore();
         Scenario s = new Scenario(TOPIC + "fallback-znode-size", true);
+        List<Position> acked = everyOtherOfNewEntries(s, 2 * holes);
+        CallbackProbe.Outcome delete = s.probe.newOutcome(holes + " holes");
+        refuseNextCursorLedger();
+        s.cursor.asyncDelete(acked, s.probe.delete(delete), null);
+        await().atMost(WAIT).until(() -> delete.future.isDone());
+        assertTrue(delete.succeeded(), "the deletes, in a metadata-store record");
+
+        String path = "/managed-ledgers/" + TOPIC + "fallback-znode-size/c1";
+        byte[] znode = metadataStore.get(path).get().orElseThrow().getValue();
+        assertEquals(s.cursor.getState(), "NoLedger");
+        ManagedCursorImpl recovered = s.crash();
+        int ranges = recovered.getTotalNonContiguousDeletedMessagesRange();
+        assertEquals(ranges, holes, "ranges recovered from the znode");
+        printAndCheckTheRecordSize(znode.length, ranges);
+        assertEquals(s.probe.violations, List.of());
+    }
+
+    /** Adds {@code count} entries to the scenario's ledger; returns the odd ones, so that acking them leaves holes. */
+    private static List<Position> everyOtherOfNewEntries(Scenario s, int count) throws Exception {
         List<CompletableFuture<Position>> added = new ArrayList<>();
-        for (int i = 0; i < 2 * holes; i++) {
+        for (int i = 0; i < count; i++) {
             CompletableFuture<Position> f = new CompletableFuture<>();
             s.ledger.asyncAddEntry(new byte[] {1}, new AsyncCallbacks.AddEntryCallback() {
                 @Override
@@ -141,24 +160,15 @@ public class CursorMetadataStoreFallbackBenchTest extends CursorBenchBase {
         for (int i = 1; i < added.size(); i += 2) {
             acked.add(added.get(i).get());
         }
-        CallbackProbe.Outcome delete = s.probe.newOutcome(holes + " holes");
-        refuseNextCursorLedger();
-        s.cursor.asyncDelete(acked, s.probe.delete(delete), null);
-        await().atMost(WAIT).until(() -> delete.future.isDone());
-        assertTrue(delete.succeeded(), "the deletes, in a metadata-store record");
+        return acked;
+    }
 
-        String path = "/managed-ledgers/" + TOPIC + "fallback-znode-size/c1";
-        byte[] znode = metadataStore.get(path).get().orElseThrow().getValue();
-        assertEquals(s.cursor.getState(), "NoLedger");
-        ManagedCursorImpl recovered = s.crash();
-        int ranges = recovered.getTotalNonContiguousDeletedMessagesRange();
-        assertEquals(ranges, holes, "ranges recovered from the znode");
+    private static void printAndCheckTheRecordSize(int znodeBytes, int ranges) {
         // Real ledger ids take up to 4 more bytes per endpoint than this test's small ones.
-        long withRealLedgerIds = znode.length + 8L * ranges;
+        long withRealLedgerIds = znodeBytes + 8L * ranges;
         System.out.printf("fallback record: %d ranges in %d bytes, about %d with real ledger ids%n",
-                ranges, znode.length, withRealLedgerIds);
+                ranges, znodeBytes, withRealLedgerIds);
         assertTrue(withRealLedgerIds < ZOOKEEPER_DEFAULT_MAX_BUFFER, withRealLedgerIds + " bytes");
-        assertEquals(s.probe.violations, List.of());
     }
 
     // The next bookie operation fails: here, the creation of the cursor ledger the next write needs.

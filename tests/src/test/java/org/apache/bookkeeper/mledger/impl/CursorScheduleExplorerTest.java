@@ -79,19 +79,14 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
     private static final long STALLED_SECONDS = 120;
     private volatile long lastProgressNanos;
 
+    // Thousands of schedules of injected faults: the cursor's INFO and WARN logging would dominate the run
+    // (log4j2-test.xml sets org.apache.bookkeeper.mledger to INFO).
+    private static final String[] QUIETED_LOGGERS = {"org.apache.bookkeeper", "org.apache.bookkeeper.mledger",
+            "org.apache.pulsar"};
+
     @Test
     public void exploreSchedules() throws Exception {
-        // Thousands of schedules of injected faults: the cursor's INFO and WARN logging would dominate the run
-        // (log4j2-test.xml sets org.apache.bookkeeper.mledger to INFO).
-        String[] names = {"org.apache.bookkeeper", "org.apache.bookkeeper.mledger", "org.apache.pulsar"};
-        Level[] levels = new Level[names.length];
-        for (int i = 0; i < names.length; i++) {
-            levels[i] = LogManager.getLogger(names[i]).getLevel();
-            // -Dexplorer.log=true keeps the cursor's logging, to trace one seed.
-            if (!Boolean.getBoolean("explorer.log")) {
-                Configurator.setLevel(names[i], Level.ERROR);
-            }
-        }
+        Level[] levels = quietLogging();
         ExecutorService runner = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "explorer");
             t.setDaemon(true);
@@ -103,27 +98,45 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 explore();
                 return null;
             });
-            while (true) {
-                try {
-                    exploring.get(1, TimeUnit.SECONDS);
-                    break;
-                } catch (TimeoutException e) {
-                    long stalled = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastProgressNanos);
-                    if (stalled >= STALLED_SECONDS) {
-                        exploring.cancel(true);
-                        fail("no schedule finished for " + stalled + " s: a schedule hangs\n" + threadDump());
-                    }
-                } catch (ExecutionException e) {
-                    if (e.getCause() instanceof Exception) {
-                        throw (Exception) e.getCause();
-                    }
-                    throw (Error) e.getCause();
-                }
-            }
+            awaitUnlessStalled(exploring);
         } finally {
             runner.shutdownNow();
-            for (int i = 0; i < names.length; i++) {
-                Configurator.setLevel(names[i], levels[i]);
+            for (int i = 0; i < QUIETED_LOGGERS.length; i++) {
+                Configurator.setLevel(QUIETED_LOGGERS[i], levels[i]);
+            }
+        }
+    }
+
+    /** Sets the quieted loggers to ERROR; returns their levels before, to restore. */
+    private static Level[] quietLogging() {
+        Level[] levels = new Level[QUIETED_LOGGERS.length];
+        for (int i = 0; i < QUIETED_LOGGERS.length; i++) {
+            levels[i] = LogManager.getLogger(QUIETED_LOGGERS[i]).getLevel();
+            // -Dexplorer.log=true keeps the cursor's logging, to trace one seed.
+            if (!Boolean.getBoolean("explorer.log")) {
+                Configurator.setLevel(QUIETED_LOGGERS[i], Level.ERROR);
+            }
+        }
+        return levels;
+    }
+
+    /** The watchdog: waits for the exploration, failing the test once no schedule has finished for too long. */
+    private void awaitUnlessStalled(Future<?> exploring) throws Exception {
+        while (true) {
+            try {
+                exploring.get(1, TimeUnit.SECONDS);
+                break;
+            } catch (TimeoutException e) {
+                long stalled = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastProgressNanos);
+                if (stalled >= STALLED_SECONDS) {
+                    exploring.cancel(true);
+                    fail("no schedule finished for " + stalled + " s: a schedule hangs\n" + threadDump());
+                }
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof Exception) {
+                    throw (Exception) e.getCause();
+                }
+                throw (Error) e.getCause();
             }
         }
     }

@@ -323,15 +323,22 @@ final class ExplorerHarness {
     // Resolves slots from the first one on, up to the first hold. Behind a hold, keeps enough followers that no
     // later add overtakes it; without one, drops the passing slots no add took (the mock then passes adds).
     private void resolveInOrder() {
-        boolean blocked = false;
+        if (resolveUpToFirstHold()) {
+            keepFollowersBehindTheHold();
+        } else {
+            dropResolvedSlots();
+        }
+    }
+
+    /** True when a hold stopped the resolution. */
+    private boolean resolveUpToFirstHold() {
         for (int i = 0; i < slots.size(); i++) {
             Slot s = slots.get(i);
             if (s.resolved) {
                 continue;
             }
             if (s.fate == HOLD) {
-                blocked = true;
-                break;
+                return true;
             }
             boolean wasTaken = taken(s);
             s.resolved = true;
@@ -339,32 +346,41 @@ final class ExplorerHarness {
                 s.future.complete(null);
             } else {
                 if (wasTaken) {
-                    for (int j = i + 1; j < slots.size(); j++) {
-                        Slot behind = slots.get(j);
-                        if (!behind.resolved && taken(behind)) {
-                            behind.fate = -1;
-                            behind.failCode = s.failCode;
-                        }
-                    }
+                    failTakenBehind(i, s.failCode);
                 }
                 s.future.completeExceptionally(BKException.create(s.failCode));
             }
         }
-        if (blocked) {
-            int followers = 0;
-            for (int i = slots.size() - 1; i >= 0 && slots.get(i).fate == PASS && !slots.get(i).resolved
-                    && !taken(slots.get(i)); i--) {
-                followers++;
+        return false;
+    }
+
+    // A bookie fails the adds already in flight behind a failed one.
+    private void failTakenBehind(int failed, int failCode) {
+        for (int j = failed + 1; j < slots.size(); j++) {
+            Slot behind = slots.get(j);
+            if (!behind.resolved && taken(behind)) {
+                behind.fate = -1;
+                behind.failCode = failCode;
             }
-            for (; followers < FOLLOWERS; followers++) {
-                append();
-            }
-        } else {
-            for (Slot s : new ArrayList<>(slots)) {
-                if (s.resolved && (taken(s) || s.fate == PASS)) {
-                    removeFromMock(s);
-                    slots.remove(s);
-                }
+        }
+    }
+
+    private void keepFollowersBehindTheHold() {
+        int followers = 0;
+        for (int i = slots.size() - 1; i >= 0 && slots.get(i).fate == PASS && !slots.get(i).resolved
+                && !taken(slots.get(i)); i--) {
+            followers++;
+        }
+        for (; followers < FOLLOWERS; followers++) {
+            append();
+        }
+    }
+
+    private void dropResolvedSlots() {
+        for (Slot s : new ArrayList<>(slots)) {
+            if (s.resolved && (taken(s) || s.fate == PASS)) {
+                removeFromMock(s);
+                slots.remove(s);
             }
         }
     }

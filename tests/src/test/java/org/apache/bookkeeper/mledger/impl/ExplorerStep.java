@@ -184,6 +184,18 @@ final class ExplorerStep {
 
     @Override
     public String toString() {
+        String text = withArguments();
+        if (text == null) {
+            text = cursorCall(kind);
+        }
+        if (text == null) {
+            text = environmentEvent(kind);
+        }
+        return text != null ? text : kind.name();
+    }
+
+    /** The acks, the reset and the skip, with their positions or counts; null for the other kinds. */
+    private String withArguments() {
         switch (kind) {
             case MARK_DELETE:
                 return "markDelete(p" + a + ")";
@@ -197,16 +209,34 @@ final class ExplorerStep {
                 return "batchAck(p" + a + ", unacked=" + BitSet.valueOf(new long[] {remaining}) + ")";
             case RESET:
                 return "reset(p" + a + ")";
+            case SKIP:
+                return "skipEntries(" + a + ")";
+            default:
+                return null;
+        }
+    }
+
+    /** The cursor's calls without arguments of the step; null for the other kinds. */
+    private static String cursorCall(Kind kind) {
+        switch (kind) {
             case FLUSH:
                 return "flush()";
             case THROTTLE:
                 return "setThrottleMarkDelete(0.001)";
-            case SKIP:
-                return "skipEntries(" + a + ")";
             case CLEAR_BACKLOG:
                 return "clearBacklog()";
             case PUT_PROPERTY:
                 return "putCursorProperty(k, v)";
+            case CLOSE:
+                return "close()";
+            default:
+                return null;
+        }
+    }
+
+    /** The events of the cursor's environment: held and failed reads and writes, and the crash. */
+    private static String environmentEvent(Kind kind) {
+        switch (kind) {
             case HOLD_READ:
                 return "holdRead + asyncReadEntries(1)";
             case RELEASE_READ:
@@ -223,12 +253,10 @@ final class ExplorerStep {
                 return "failNextCursorMetadataPut";
             case FAIL_CREATE:
                 return "bkc.failNow(NotEnoughBookies)";
-            case CLOSE:
-                return "close()";
             case CRASH:
                 return "CRASH";
             default:
-                return kind.name();
+                return null;
         }
     }
 }

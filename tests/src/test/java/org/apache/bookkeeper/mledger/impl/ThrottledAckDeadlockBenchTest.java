@@ -37,8 +37,8 @@ import org.testng.annotations.AfterMethod;
 import org.testng.annotations.Test;
 
 /**
- * A throttled ack and a cursor-ledger write in progress must not deadlock (found in review of issue 11's
- * fix). In a class of its own: a deadlock leaves the ledger's threads blocked for the rest of the JVM.
+ * A throttled ack and a cursor-ledger write in progress must not deadlock (a review finding on the
+ * throttled-ack fix). In a class of its own: a deadlock leaves the ledger's threads blocked for the rest of the JVM.
  */
 public class ThrottledAckDeadlockBenchTest extends CursorBenchBase {
     private final ExecutorService ackers = Executors.newCachedThreadPool();

@@ -118,46 +118,60 @@ public class GeoReplicationUnconfirmedBenchTest {
 
     /** Queues the send of source entry L:entryId, as the replicator does (the original producer's sequence id). */
     private Send send(long entryId, long sequenceId) {
+        MessageImpl<byte[]> msg = replicatedMessage(entryId, sequenceId);
+        Send send = new Send();
+        ProducerImpl.OpSendMsg op = ProducerImpl.OpSendMsg.create(LatencyHistogram.NOOP, msg, null, sequenceId,
+                new CompletingCallback(send, msg));
+        synchronized (producer) {
+            producer.pendingMessages.add(op);
+        }
+        return send;
+    }
+
+    private static MessageImpl<byte[]> replicatedMessage(long entryId, long sequenceId) {
         MessageMetadata metadata = new MessageMetadata()
                 .setProducerName("source-producer")
                 .setSequenceId(sequenceId)
                 .setPublishTime(1);
         metadata.addProperty().setKey(GeoReplicationProducerImpl.MSG_PROP_REPL_SOURCE_POSITION)
                 .setValue(L + ":" + entryId);
-        MessageImpl<byte[]> msg = MessageImpl.create(metadata, ByteBuffer.allocate(0), Schema.BYTES, TOPIC);
-        Send send = new Send();
-        SendCallback callback = new SendCallback() {
-            @Override
-            public void sendComplete(Throwable e, OpSendMsgStats stats) {
-                send.messageId = msg.getMessageId();
-                send.outcome.complete(e);
-            }
+        return MessageImpl.create(metadata, ByteBuffer.allocate(0), Schema.BYTES, TOPIC);
+    }
 
-            @Override
-            public void addCallback(MessageImpl<?> msg, SendCallback scb) {
-            }
+    /** Completes a {@link Send} with the outcome and the message id the producer completed the message with. */
+    private static final class CompletingCallback implements SendCallback {
+        private final Send send;
+        private final MessageImpl<byte[]> message;
 
-            @Override
-            public SendCallback getNextSendCallback() {
-                return null;
-            }
-
-            @Override
-            public MessageImpl<?> getNextMessage() {
-                return null;
-            }
-
-            @Override
-            public CompletableFuture<MessageId> getFuture() {
-                return null;
-            }
-        };
-        ProducerImpl.OpSendMsg op = ProducerImpl.OpSendMsg.create(LatencyHistogram.NOOP, msg, null, sequenceId,
-                callback);
-        synchronized (producer) {
-            producer.pendingMessages.add(op);
+        CompletingCallback(Send send, MessageImpl<byte[]> message) {
+            this.send = send;
+            this.message = message;
         }
-        return send;
+
+        @Override
+        public void sendComplete(Throwable e, OpSendMsgStats stats) {
+            send.messageId = message.getMessageId();
+            send.outcome.complete(e);
+        }
+
+        @Override
+        public void addCallback(MessageImpl<?> msg, SendCallback scb) {
+        }
+
+        @Override
+        public SendCallback getNextSendCallback() {
+            return null;
+        }
+
+        @Override
+        public MessageImpl<?> getNextMessage() {
+            return null;
+        }
+
+        @Override
+        public CompletableFuture<MessageId> getFuture() {
+            return null;
+        }
     }
 
     /** The remote's receipt for source entry L:entryId: its target position, or -1/-1 for a duplicate. */
@@ -281,7 +295,7 @@ public class GeoReplicationUnconfirmedBenchTest {
     }
 
     /**
-     * Bounded state (issue 13, finding 4): the record shared by the replicator's producers on this client
+     * Bounded state: the record shared by the replicator's producers on this client
      * outlives a closed producer only while it holds a rejection.
      */
     @Test(groups = FORK_ONLY)
@@ -302,13 +316,13 @@ public class GeoReplicationUnconfirmedBenchTest {
 
     /**
      * A V1 remote (an older broker during an upgrade: no source-position dedup) answers by the original
-     * producer's sequence id, and drops a resend by it the same way (issue 13, finding 5).
+     * producer's sequence id, and drops a resend by it the same way.
      */
     private void v1Receipt(long sequenceId, long targetLedgerId, long targetEntryId) {
         producer.ackReceived(cnx, sequenceId, sequenceId, targetLedgerId, targetEntryId);
     }
 
-    /** Issue 13, test 6 at the client: a V1 remote's duplicate receipt for E3, which it refused, is unconfirmed. */
+    /** At the client: a V1 remote's duplicate receipt for E3, which it refused, is unconfirmed. */
     @Test(groups = UPSTREAM_BUG)
     public void aV1RemotesDuplicateReceiptForARejectedMessageIsUnconfirmed() {
         when(cnx.isBrokerSupportsReplDedupByLidAndEid()).thenReturn(false);
