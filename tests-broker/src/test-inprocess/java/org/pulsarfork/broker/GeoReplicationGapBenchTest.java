@@ -202,12 +202,12 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
                 assertEquals(failedWrites.get(), 1, "the injected metadata-store failure did not happen");
             }
             moveToABrokerWithoutTheClientRecord(topic, () -> liftTheLimit(topic));
-            // Upstream deletes both within a few seconds of the duplicate receipts, for good: what the source
-            // and the remote have after 15 s tells.
-            await().pollDelay(Duration.ofSeconds(15)).atMost(Duration.ofSeconds(20)).until(() -> {
-                receiveAvailable(remote, onRemote);
-                return true;
-            });
+            // Upstream deletes both within a few seconds of the duplicate receipts, for good.
+            holdsThroughout("E3 or E4 left the source backlog without reaching the remote after the topic moved",
+                    () -> {
+                        receiveAvailable(remote, onRemote);
+                        return missing(onRemote, "E3:", "E4:") <= replicationBacklog(topic);
+                    });
             Map<String, Long> markers = rejectionMarkers(topic);
             for (String key : List.of(e3Key(), e4Key)) {
                 String body = key.equals(e3Key()) ? "E3:" : "E4:";
@@ -298,18 +298,7 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 240_000)
     public void aV1RemotesDuplicateReceiptForARefusedMessageHoldsTheEntry() throws Exception {
-        Runnable restoreClient = replicateThrough((conf, eventLoopGroup) ->
-                new ClientCnx(InstrumentProvider.NOOP, conf, eventLoopGroup) {
-                    @Override
-                    protected ByteBuf newConnectCommand() throws Exception {
-                        return withoutReplDedupByLidAndEid(super.newConnectCommand());
-                    }
-
-                    @Override
-                    public boolean isBrokerSupportsReplDedupByLidAndEid() {
-                        return false;
-                    }
-                });
+        Runnable restoreClient = replicateThroughV1();
         String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/v1");
         Set<String> onRemote = new HashSet<>();
         try (Consumer<String> remote = rejectE3AndStoreE4E5(topic, onRemote)) {
@@ -326,6 +315,39 @@ public class GeoReplicationGapBenchTest extends GeoReplicationBenchBase {
         } finally {
             restoreClient.run();
         }
+    }
+
+    /**
+     * The long refusal of {@code GeoReplicationFenceBenchTest} towards a V1 remote, which has no fence: the source's
+     * backoff alone keeps the resends and log lines within the same bounds and E4 behind E3 (it sends one message
+     * at a time while E3 is held), and E3, E4, E5 arrive in source order.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 300_000)
+    public void aLongRefusalByAV1RemoteIsResentWithBackoffAndArrivesInSourceOrder() throws Exception {
+        Runnable restoreClient = replicateThroughV1();
+        try {
+            String topic = BrokerTestUtil.newUniqueName("persistent://" + replicatedNamespace + "/v1-backoff");
+            refuseE3ThenLift(topic);
+            assertTrue(remoteReplicatorProducersUseV1(topic), "the remote must deduplicate this producer by V1");
+        } finally {
+            restoreClient.run();
+        }
+    }
+
+    // The remote deduplicates this source's replicated messages by V1: its CONNECT leaves the V2 flag out.
+    private Runnable replicateThroughV1() throws Exception {
+        return replicateThrough((conf, eventLoopGroup) ->
+                new ClientCnx(InstrumentProvider.NOOP, conf, eventLoopGroup) {
+                    @Override
+                    protected ByteBuf newConnectCommand() throws Exception {
+                        return withoutReplDedupByLidAndEid(super.newConnectCommand());
+                    }
+
+                    @Override
+                    public boolean isBrokerSupportsReplDedupByLidAndEid() {
+                        return false;
+                    }
+                });
     }
 
     /**

@@ -40,6 +40,7 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.awaitility.core.ConditionTimeoutException;
+import org.pulsarfork.bench.RefusalBounds;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
@@ -54,7 +55,8 @@ import org.testng.annotations.Test;
  * them): the remote fences the replicator after the refusal and the source keeps E3, so the remote gets E1 to E6,
  * in source order, each once. What upstream loses is measured and printed, not asserted. A long run only
  * ({@code -Dstandalone.long=true}, README); the deterministic proofs are tests-broker's
- * {@code GeoReplicationFenceBenchTest} and {@code GeoReplicationGapBenchTest}.
+ * {@code GeoReplicationFenceBenchTest} and {@code GeoReplicationGapBenchTest}. The second scenario is their long
+ * refusal, without a kill, to measure the backoff on every line.
  */
 @Test(groups = FORK_ONLY)
 public class StandaloneGeoReplicationTest {
@@ -69,6 +71,10 @@ public class StandaloneGeoReplicationTest {
     // Ours records a refused message on the source's replicator cursor (broker: ReplicationRejections).
     private static final String REJECTION_RECORD = "pulsar.replication.rejected.";
     private static final Pattern BACKLOG = Pattern.compile("\"replicationBacklog\"\\s*:\\s*(\\d+)");
+    private static final Pattern RETRY_ATTEMPTS =
+            Pattern.compile("\"pulsar\\.replication\\.retry\\.attempts\\.[0-9:]+\"\\s*:\\s*(\\d+)");
+    // How long the long refusal lasts: the first minute, which docs/geo-replication.md states its bounds for.
+    private static final Duration REFUSAL = Duration.ofSeconds(Long.getLong("geo.refusal.seconds", 60));
     private StandaloneHomes homes;
 
     @BeforeClass(groups = FORK_ONLY)
@@ -100,6 +106,97 @@ public class StandaloneGeoReplicationTest {
         assertEquals(ours.backlog, 0, "ours: the source's replication backlog drained");
     }
 
+    /**
+     * The long refusal of tests-broker's {@code GeoReplicationFenceBenchTest} in real processes, on every line (the
+     * two-cluster test base has no 5.0.0-M1 build): ours only. The remote refuses E3 for {@link #REFUSAL}, E4 follows
+     * at half of it, then the limit is lifted and E5 sent. From the source broker's log file (lines at INFO and
+     * above naming the topic, attributes included) and its stats-internal, held to {@link RefusalBounds}: the
+     * rewinds of the replicator cursor, the log lines, no ERROR, the resends; then E3, E4, E5 arrive in source
+     * order, each once.
+     */
+    public void aLongRefusalIsResentWithBackoffAndBoundedLogsOnOurs() throws Exception {
+        List<String> onRemote = new ArrayList<>();
+        try (TwoClusters clusters = new TwoClusters(homes, "ours", "ours-long-").open()) {
+            clusters.producer.send("E1");
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(clusters.onRemote, onRemote);
+                return onRemote.contains("E1");
+            });
+            expectOk(clusters.remote.send("POST", TOPIC_PATH + "/maxMessageSize",
+                    String.valueOf(REMOTE_MAX_MESSAGE_SIZE)));
+            await().atMost(WAIT).until(() -> limitOnRemote(clusters.remote));
+            int logFrom = clusters.source.log().length();
+            clusters.producer.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE));
+            Duration half = REFUSAL.dividedBy(2);
+            nothingMoreArrives(half, clusters.onRemote, onRemote);
+            clusters.producer.send("E4");
+            nothingMoreArrives(half, clusters.onRemote, onRemote);
+            assertBoundedWhileHeld(new HeldTopicLog(clusters.source.log().substring(logFrom)),
+                    retryAttempts(clusters.source));
+
+            expectOk(clusters.remote.send("DELETE", TOPIC_PATH + "/maxMessageSize", null));
+            clusters.producer.send("E5");
+            await().atMost(WAIT.multipliedBy(2)).until(() -> {
+                receiveAvailable(clusters.onRemote, onRemote);
+                return onRemote.contains("E5") && replicationBacklog(clusters.source) == 0;
+            });
+            assertEquals(onRemote, List.of("E1", "E3", "E4", "E5"), "in source order, each once");
+        }
+    }
+
+    private static void assertBoundedWhileHeld(HeldTopicLog log, long attempts) {
+        System.out.printf("[backoff standalone %s, ours] E3 refused for %d s: %d rewinds, %d resends of E3,"
+                + " %d log lines naming the topic, %d ERROR lines%n", LINE, REFUSAL.toSeconds(), log.rewinds,
+                attempts, log.lines, log.errors);
+        RefusalBounds bounds = RefusalBounds.within(REFUSAL);
+        assertTrue(log.rewinds <= bounds.maxRewinds(), log.rewinds + " rewinds in " + REFUSAL);
+        assertTrue(log.lines <= bounds.maxLogLines(), log.lines + " log lines naming the topic in " + REFUSAL);
+        assertTrue(attempts >= bounds.minAttempts() && attempts <= bounds.maxAttempts(),
+                attempts + " resends of E3 in " + REFUSAL);
+        assertEquals(log.errors, 0, "no ERROR for an expected refusal");
+    }
+
+    private static void nothingMoreArrives(Duration window, Consumer<String> remote, List<String> onRemote) {
+        await().during(window).atMost(window.plusSeconds(10)).until(() -> {
+            receiveAvailable(remote, onRemote);
+            return onRemote.equals(List.of("E1"));
+        });
+    }
+
+    // The resends of the held position, on the replicator cursor (broker: ReplicationRetryBackoff).
+    private static long retryAttempts(Standalone source) throws Exception {
+        Matcher attempts = RETRY_ATTEMPTS.matcher(source.get(TOPIC_PATH + "/internalStats"));
+        return attempts.find() ? Long.parseLong(attempts.group(1)) : -1;
+    }
+
+    /**
+     * The broker's lines at INFO and above that name the topic (the ledger name in the cursor's lines), the test's own
+     * admin requests left out. The cursor logs "Rewind from X to Y" on 4.x and "Rewind {...}" with attributes on 5.x.
+     */
+    private static final class HeldTopicLog {
+        private static final Pattern LEVEL = Pattern.compile("\\s(INFO|WARN|ERROR)\\s");
+        private static final Pattern REWIND = Pattern.compile(" - (\\[[^]]*] )?Rewind( from |\\s*\\{)");
+        int lines;
+        int rewinds;
+        int errors;
+
+        HeldTopicLog(String text) {
+            for (String line : text.split("\n")) {
+                Matcher level = LEVEL.matcher(line);
+                if (!level.find() || !(line.contains("replicated/gap") || line.contains("replicated/persistent/gap"))
+                        || line.contains(TOPIC_PATH)) {
+                    continue;
+                }
+                lines++;
+                if (REWIND.matcher(line).find() && line.contains("pulsar.repl")) {
+                    rewinds++;
+                } else if ("ERROR".equals(level.group(1))) {
+                    errors++;
+                }
+            }
+        }
+    }
+
     /** What the remote received, and what the source still holds for it. */
     private static final class Outcome {
         final List<String> onRemote = new ArrayList<>();
@@ -128,31 +225,74 @@ public class StandaloneGeoReplicationTest {
     }
 
     private void replicate(String jars, Outcome outcome) throws Exception {
-        Standalone source = new Standalone(homes.home(jars, jars + "-" + SOURCE));
-        Standalone remote = new Standalone(homes.home(jars, jars + "-" + REMOTE));
-        source.configure("clusterName=" + SOURCE + "\nbrokerDeduplicationEnabled=true");
-        remote.configure("clusterName=" + REMOTE + "\nbrokerDeduplicationEnabled=true");
-        try {
-            startWithReplicatedTopic(source, remote);
-            try (PulsarClient sourceClient = source.client(); PulsarClient remoteClient = remote.client();
-                 Consumer<String> onRemote = remoteClient.newConsumer(Schema.STRING).topic(TOPIC)
-                         .subscriptionName("check").subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
-                         .subscribe();
-                 Producer<String> producer = sourceClient.newProducer(Schema.STRING).topic(TOPIC)
-                         .enableBatching(false).create()) {
-                producer.send("E1");
-                producer.send("E2");
-                await().atMost(WAIT).until(() -> {
-                    receiveAvailable(onRemote, outcome.onRemote);
-                    return outcome.onRemote.contains("E2");
-                });
-                sendWhileTheRemoteRefusesE3(source, remote, producer, onRemote, outcome);
-                killTheSourceAndLiftTheLimit(source, remote);
-                sendE6AndAwaitTheDrain(source, producer, onRemote, outcome);
+        try (TwoClusters clusters = new TwoClusters(homes, jars, jars + "-").open()) {
+            clusters.producer.send("E1");
+            clusters.producer.send("E2");
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(clusters.onRemote, outcome.onRemote);
+                return outcome.onRemote.contains("E2");
+            });
+            sendWhileTheRemoteRefusesE3(clusters.source, clusters.remote, clusters.producer, clusters.onRemote,
+                    outcome);
+            killTheSourceAndLiftTheLimit(clusters.source, clusters.remote);
+            sendE6AndAwaitTheDrain(clusters.source, clusters.producer, clusters.onRemote, outcome);
+        }
+    }
+
+    /**
+     * Two standalones of one jar set as two clusters with the replicated topic, a producer on the source and a
+     * consumer on the remote; closing kills both processes.
+     */
+    private static final class TwoClusters implements AutoCloseable {
+        final Standalone source;
+        final Standalone remote;
+        private final List<AutoCloseable> opened = new ArrayList<>();
+        Consumer<String> onRemote;
+        Producer<String> producer;
+
+        TwoClusters(StandaloneHomes homes, String jars, String folderPrefix) throws Exception {
+            source = new Standalone(homes.home(jars, folderPrefix + SOURCE));
+            remote = new Standalone(homes.home(jars, folderPrefix + REMOTE));
+            source.configure("clusterName=" + SOURCE + "\nbrokerDeduplicationEnabled=true");
+            remote.configure("clusterName=" + REMOTE + "\nbrokerDeduplicationEnabled=true");
+        }
+
+        TwoClusters open() throws Exception {
+            try {
+                startWithReplicatedTopic(source, remote);
+                PulsarClient sourceClient = opened(source.client());
+                PulsarClient remoteClient = opened(remote.client());
+                onRemote = opened(remoteClient.newConsumer(Schema.STRING).topic(TOPIC).subscriptionName("check")
+                        .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe());
+                producer = opened(sourceClient.newProducer(Schema.STRING).topic(TOPIC).enableBatching(false)
+                        .create());
+                return this;
+            } catch (Exception | AssertionError e) {
+                try {
+                    close();
+                } catch (Exception closing) {
+                    e.addSuppressed(closing);
+                }
+                throw e;
             }
-        } finally {
-            source.kill9();
-            remote.kill9();
+        }
+
+        private <T extends AutoCloseable> T opened(T closeable) {
+            opened.add(0, closeable);
+            return closeable;
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                for (AutoCloseable closeable : opened) {
+                    closeable.close();
+                }
+            } finally {
+                opened.clear();
+                source.kill9();
+                remote.kill9();
+            }
         }
     }
 
