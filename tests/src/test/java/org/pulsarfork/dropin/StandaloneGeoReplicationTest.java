@@ -73,6 +73,8 @@ public class StandaloneGeoReplicationTest {
     private static final Pattern BACKLOG = Pattern.compile("\"replicationBacklog\"\\s*:\\s*(\\d+)");
     private static final Pattern RETRY_ATTEMPTS =
             Pattern.compile("\"pulsar\\.replication\\.retry\\.attempts\\.[0-9:]+\"\\s*:\\s*(\\d+)");
+    private static final Pattern HELD_SINCE =
+            Pattern.compile("\"pulsar\\.replication\\.retry\\.heldSince\\.([0-9]+:[0-9]+)\"");
     // How long the long refusal lasts: the first minute, which docs/geo-replication.md states its bounds for.
     private static final Duration REFUSAL = Duration.ofSeconds(Long.getLong("geo.refusal.seconds", 60));
     private StandaloneHomes homes;
@@ -142,6 +144,82 @@ public class StandaloneGeoReplicationTest {
             });
             assertEquals(onRemote, List.of("E1", "E3", "E4", "E5"), "in source order, each once");
         }
+    }
+
+    /**
+     * The operator's way out of a deterministic refusal (docs/geo-replication.md, "Releasing an entry the remote
+     * refuses") in real processes, on every line, through the admin REST API: ours only. The held WARN in the
+     * source's log (one, beside at most one other WARN naming the topic) and stats-internal name the position; the
+     * operator skips it on the replicator cursor and unloads the topic on the remote (its fence). Replication resumes
+     * at once, not after the rest of the backoff delay (25.6 s by then): E4 and E5 arrive in source order, E3 never,
+     * the INFO says the message was skipped, the hold is gone from stats-internal, and E6 follows.
+     */
+    public void anOperatorReleasesARefusedMessageAndReplicationResumesInOrderOnOurs() throws Exception {
+        List<String> onRemote = new ArrayList<>();
+        try (TwoClusters clusters = new TwoClusters(homes, "ours", "ours-release-").open()) {
+            Standalone source = clusters.source;
+            clusters.producer.send("E1");
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(clusters.onRemote, onRemote);
+                return onRemote.contains("E1");
+            });
+            expectOk(clusters.remote.send("POST", TOPIC_PATH + "/maxMessageSize",
+                    String.valueOf(REMOTE_MAX_MESSAGE_SIZE)));
+            await().atMost(WAIT).until(() -> limitOnRemote(clusters.remote));
+            int logFrom = source.log().length();
+            String e3 = clusters.producer.send("E3:" + "x".repeat(4 * REMOTE_MAX_MESSAGE_SIZE)).toString();
+            clusters.producer.send("E4");
+            clusters.producer.send("E5");
+            // The ninth resend is scheduled: the next one is 25.6 s away.
+            await().atMost(WAIT).until(() -> retryAttempts(source) >= 9);
+
+            // 1. What the operator sees: stats-internal and one WARN name the held position and the way out.
+            Matcher heldSince = HELD_SINCE.matcher(source.get(TOPIC_PATH + "/internalStats"));
+            assertTrue(heldSince.find(), "stats-internal shows no held position");
+            String at = heldSince.group(1);
+            assertTrue(e3.startsWith(at + ":"), "E3 (" + e3 + ") is held, not " + at);
+            // Besides it, at most the one-time note that refusals by the fence are recorded as ranges.
+            List<String> warnings = linesAt(source.log().substring(logFrom), " WARN ");
+            List<String> held = warnings.stream().filter(line -> line.contains("held at")).toList();
+            assertTrue(held.size() == 1 && held.get(0).contains(at)
+                    && held.get(0).contains("'topics skip' on the replicator cursor"), warnings.toString());
+            assertTrue(warnings.size() <= 2, warnings.toString());
+            // 2. The remote has nothing from E3 on: it is not there to copy, the operator gives it up.
+            receiveAvailable(clusters.onRemote, onRemote);
+            assertEquals(onRemote, List.of("E1"));
+            assertEquals(replicationBacklog(source), 3);
+
+            // 3. The release: skip E3 on the replicator cursor, unload the topic on the remote (its fence).
+            long released = System.nanoTime();
+            expectOk(source.send("POST", TOPIC_PATH + "/subscription/pulsar.repl." + REMOTE + "/skip/1", null));
+            expectOk(clusters.remote.send("PUT", TOPIC_PATH + "/unload", null));
+            await().atMost(Duration.ofSeconds(20)).until(() -> {
+                receiveAvailable(clusters.onRemote, onRemote);
+                return onRemote.size() >= 3 && replicationBacklog(source) == 0;
+            });
+            long resumedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+            System.out.printf("[release standalone %s, ours] held at %s, released; E4 and E5 on the remote %d ms"
+                    + " later%n", LINE, at, resumedMillis);
+            assertTrue(resumedMillis < 25_600, "resumed " + resumedMillis + " ms after the release");
+            assertEquals(onRemote, List.of("E1", "E4", "E5"), "in source order, E3 given up");
+
+            // 4. What the operator sees afterwards: the release logged, nothing held.
+            assertFalse(source.get(TOPIC_PATH + "/internalStats").contains("pulsar.replication.retry."));
+            assertTrue(linesAt(source.log().substring(logFrom), " INFO ").stream().anyMatch(line ->
+                    line.contains("no longer held") && line.contains(at) && line.contains("skipped by an operator")),
+                    "no INFO line says the held message was skipped");
+            clusters.producer.send("E6");
+            await().atMost(WAIT).until(() -> {
+                receiveAvailable(clusters.onRemote, onRemote);
+                return onRemote.contains("E6");
+            });
+            assertEquals(onRemote, List.of("E1", "E4", "E5", "E6"));
+        }
+    }
+
+    // The log lines at the level that name the topic (the ledger name in the cursor's lines).
+    private static List<String> linesAt(String log, String level) {
+        return log.lines().filter(line -> line.contains(level) && line.contains("replicated/gap")).toList();
     }
 
     private static void assertBoundedWhileHeld(HeldTopicLog log, long attempts) {
