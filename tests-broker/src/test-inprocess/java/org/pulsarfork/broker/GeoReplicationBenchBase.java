@@ -183,7 +183,7 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
         System.out.printf("[backoff] %s: %d rewinds in the first %d s, %d in %d s, %d resends of E3,"
                 + " %d log lines naming the topic, %d ERROR lines%n", log.localName, rewindsAlone,
                 half.toSeconds(), rewindsInWindow, window.toSeconds(), attempts, linesInWindow, log.errors.get());
-        assertTrue(rewindsInWindow <= bounds.maxRewinds(),
+        assertTrue(rewindsInWindow <= bounds.maxRewinds() && rewindsInWindow >= bounds.minRewinds(),
                 rewindsInWindow + " rewinds of the replicator cursor in " + window);
         assertTrue(linesInWindow <= bounds.maxLogLines(), linesInWindow + " log lines naming the topic in " + window);
         assertTrue(attempts >= bounds.minAttempts() && attempts <= bounds.maxAttempts(),

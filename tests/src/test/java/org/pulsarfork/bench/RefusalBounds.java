@@ -31,6 +31,10 @@ public final class RefusalBounds {
     private final int resends;
 
     private RefusalBounds(Duration window) {
+        // Below the 60 s cap of the delay: the first delay at the cap comes 102.3 s after the first refusal.
+        if (window.toMillis() > 102_300) {
+            throw new IllegalArgumentException("the rule holds for windows up to 102.3 s: " + window);
+        }
         // Resend k is due 100 ms * (2^k - 1) after the first refusal (100 ms doubling; the cap is past a minute).
         int k = 0;
         while (FIRST_DELAY_MILLIS * ((1L << (k + 1)) - 1) <= window.toMillis()) {
@@ -53,7 +57,13 @@ public final class RefusalBounds {
         return resends + 3;
     }
 
-    // Per resend the cursor's rewind INFO and the client's send-error WARN, plus the held WARN and a summary.
+    // Each refused resend rewinds the replicator cursor; three of slack: a count that finds no rewinds fails.
+    public int minRewinds() {
+        return resends - 3;
+    }
+
+    // Per resend the cursor's rewind INFO and the client's send-error WARN, plus the held WARN and a summary
+    // (2k + 2), doubled for lines a refusal may add on some line (a reconnect, the record of a fence's refusal).
     public int maxLogLines() {
         return 4 * resends + 4;
     }
