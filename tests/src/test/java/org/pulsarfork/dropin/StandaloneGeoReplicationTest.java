@@ -55,8 +55,8 @@ import org.testng.annotations.Test;
  * them): the remote fences the replicator after the refusal and the source keeps E3, so the remote gets E1 to E6,
  * in source order, each once. What upstream loses is measured and printed, not asserted. A long run only
  * ({@code -Dstandalone.long=true}, README); the deterministic proofs are tests-broker's
- * {@code GeoReplicationFenceBenchTest} and {@code GeoReplicationGapBenchTest}. The second scenario is their long
- * refusal, without a kill, to measure the backoff on every line.
+ * {@code GeoReplicationFenceBenchTest} and {@code GeoReplicationGapBenchTest}. The other two scenarios, ours only and
+ * without a kill, are their long refusal and the operator's release path, measured on every line.
  */
 @Test(groups = FORK_ONLY)
 public class StandaloneGeoReplicationTest {
