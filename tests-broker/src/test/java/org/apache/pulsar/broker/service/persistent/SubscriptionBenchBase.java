@@ -69,7 +69,7 @@ public abstract class SubscriptionBenchBase {
 
     @BeforeMethod(alwaysRun = true)
     public void setUpStores() throws Exception {
-        executor = OrderedExecutor.newBuilder().numThreads(1).name("bench-bk").build();
+        executor = OrderedExecutor.newBuilder().numThreads(1).name("subscription-bk").build();
         bookKeeper = new PulsarMockBookKeeper(executor);
         metadataStore = MetadataStoreExtended.create("memory:local", MetadataStoreConfig.builder().build());
         factory = new ManagedLedgerFactoryImpl(metadataStore, bookKeeper);
@@ -104,17 +104,23 @@ public abstract class SubscriptionBenchBase {
             p.add(ledger.addEntry(("entry-" + i).getBytes()));
         }
 
+        PersistentTopic topic = mockTopic();
+        subscription = new PersistentSubscription(topic, "sub", cursor, false);
+        dispatcher = mock(Dispatcher.class, RETURNS_DEEP_STUBS);
+        subscription.dispatcher = dispatcher;
+        // Last: building the mocks can take longer than a limiter period, which would grant a new permit.
+        markDeleteTakingThePermit(p.get(1), Map.of());
+    }
+
+    /** The subscription's topic: a mock over {@link #ledger} with a default broker configuration. */
+    protected PersistentTopic mockTopic() {
         PersistentTopic topic = mock(PersistentTopic.class, RETURNS_DEEP_STUBS);
         ServiceConfiguration config = new ServiceConfiguration();
         when(topic.getName()).thenReturn("persistent://public/default/acks");
         when(topic.getBrokerService().getPulsar().getConfig()).thenReturn(config);
         when(topic.getBrokerService().pulsar().getConfig()).thenReturn(config);
         when(topic.getManagedLedger()).thenReturn(ledger);
-        subscription = new PersistentSubscription(topic, "sub", cursor, false);
-        dispatcher = mock(Dispatcher.class, RETURNS_DEEP_STUBS);
-        subscription.dispatcher = dispatcher;
-        // Last: building the mocks can take longer than a limiter period, which would grant a new permit.
-        markDeleteTakingThePermit(p.get(1), Map.of());
+        return topic;
     }
 
     /**
@@ -145,7 +151,12 @@ public abstract class SubscriptionBenchBase {
     /** The subscription's cursor as a broker restarted after a crash would recover it. */
     protected ManagedCursor crashAndRecover() throws Exception {
         ManagedLedgerFactoryImpl recovered = new ManagedLedgerFactoryImpl(metadataStore, bookKeeper);
-        crashFactories.add(recovered);
+        trackFactory(recovered);
         return recovered.open(LEDGER, new ManagedLedgerConfig()).openCursor("sub");
+    }
+
+    /** A factory of the test's own, over the same stores: shut down after the test. */
+    protected void trackFactory(ManagedLedgerFactoryImpl other) {
+        crashFactories.add(other);
     }
 }
