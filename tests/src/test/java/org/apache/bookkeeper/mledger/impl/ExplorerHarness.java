@@ -43,7 +43,8 @@ import org.apache.pulsar.metadata.impl.FaultInjectionMetadataStore;
  * interleaving: after each step every executor the cursor's work runs on is drained until nothing changes.
  */
 final class ExplorerHarness {
-    private static final Method ACCEPTED_NOT_DURABLE = acceptedNotDurableMethod();
+    private static final Method ACCEPTED_NOT_DURABLE = ourMethod("getAcceptedNotDurableCount");
+    private static final Method PAST_RECORD_CAP = ourMethod("getAcksPastRecordCapCount");
     private static final Field PENDING_READ_OPS = field(ManagedCursorImpl.class, "pendingReadOps");
     private static final Field WRITES_IN_FLIGHT = field(ManagedCursorImpl.class, "pendingMarkDeletedSubmittedCount");
     private static final Field IS_DIRTY = field(ManagedCursorImpl.class, "isDirty");
@@ -112,9 +113,9 @@ final class ExplorerHarness {
         }
     }
 
-    private static Method acceptedNotDurableMethod() {
+    private static Method ourMethod(String name) {
         try {
-            return ManagedCursorImpl.class.getMethod("getAcceptedNotDurableCount");
+            return ManagedCursorImpl.class.getMethod(name);
         } catch (NoSuchMethodException e) {
             return null; // upstream's jar
         }
@@ -122,11 +123,20 @@ final class ExplorerHarness {
 
     /** The acks the rate limiter holds (our jar only), or -1 where the method does not exist. */
     static int acceptedNotDurable(ManagedCursorImpl cursor) {
-        if (ACCEPTED_NOT_DURABLE == null) {
+        return invokeCount(ACCEPTED_NOT_DURABLE, cursor);
+    }
+
+    /** Acks our cursor holds because a record's caps left them out (-1 on upstream's jar). */
+    static int pastRecordCap(ManagedCursorImpl cursor) {
+        return invokeCount(PAST_RECORD_CAP, cursor);
+    }
+
+    private static int invokeCount(Method count, ManagedCursorImpl cursor) {
+        if (count == null) {
             return -1;
         }
         try {
-            return (int) ACCEPTED_NOT_DURABLE.invoke(cursor);
+            return (int) count.invoke(cursor);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(e);
         }

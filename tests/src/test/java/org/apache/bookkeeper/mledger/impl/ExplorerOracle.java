@@ -83,13 +83,19 @@ final class ExplorerOracle {
         }
     }
 
+    // Acks a record's caps left out wait for acks below them, which no step sends once the schedule is over: as
+    // many unfired acks as our cursor holds past the caps are settled too, without waiting out the grace period.
     private boolean allFired() {
+        int unfired = 0;
         for (ExplorerRun.Op op : run.ops) {
             if (!op.thrown && op.fireTick == 0) {
-                return false;
+                if (run.plan.cap == null || !isAck(op)) {
+                    return false;
+                }
+                unfired++;
             }
         }
-        return true;
+        return unfired == 0 || unfired <= ExplorerHarness.pastRecordCap(run.cursor);
     }
 
     /** Our jar: once every hold is released and a flush ran, no ack is still held for a durable write. */

@@ -41,6 +41,7 @@ final class ExplorerReport {
         sb.append("seed ").append(run.plan.seed).append(" (").append(run.plan.durable ? "durable" : "non-durable")
                 .append(" cursor, ").append(run.plan.profile == ExplorerStep.Profile.STANDARD ? ""
                         : run.plan.profile.label + " mix, ")
+                .append(run.plan.cap == null ? "" : "record caps " + run.plan.cap + ", ")
                 .append("entries p0..p").append(run.plan.entries - 1).append(")\n");
         for (String line : run.trace) {
             sb.append("  ").append(line).append('\n');

@@ -208,7 +208,7 @@ final class ExplorerRun {
 
     // The ledger with its entries, and the cursor: a durable one before the entries, a non-durable one after.
     private void setUp() throws Exception {
-        ledger = live.open(name, new ManagedLedgerConfig());
+        ledger = live.open(name, config());
         if (plan.durable) {
             cursor = (ManagedCursorImpl) ledger.openCursor(CURSOR);
             cursor.setInactive();
@@ -225,6 +225,19 @@ final class ExplorerRun {
         if (plan.profile != ExplorerStep.Profile.STANDARD) {
             count("schedule." + plan.profile.label);
         }
+        if (plan.cap != null) {
+            count("schedule.smallCaps");
+        }
+    }
+
+    private ManagedLedgerConfig config() {
+        ManagedLedgerConfig config = new ManagedLedgerConfig();
+        if (plan.cap != null) {
+            config.setMaxUnackedRangesToPersist(plan.cap);
+            config.setMaxUnackedRangesToPersistInMetadataStore(plan.cap);
+            config.setMaxBatchDeletedIndexToPersist(plan.cap);
+        }
+        return config;
     }
 
     private void addEntries() throws Exception {
@@ -279,6 +292,9 @@ final class ExplorerRun {
     // can change what was recovered).
     private Snapshot endWithCrash(int step) {
         crashTick = clock.get();
+        if (plan.durable && ExplorerHarness.pastRecordCap(cursor) > 0) {
+            count("check.pastRecordCapHeldAtCrash");
+        }
         faults.atCrash();
         trace.add("stored at the crash: " + oracle.storedRecord());
         Snapshot snapshot = oracle.recover("recovered after a crash at step " + step);

@@ -35,6 +35,9 @@ final class ExplorerStep {
         FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, CRASH
     }
 
+    // One range or batch-indexed entry per record: a second hole passes it.
+    static final int SMALL_CAP = 1;
+
     // Relative weights. A non-durable cursor writes nothing: no flush, no cursor property, no write faults,
     // and nothing for a crash to recover.
     private static final Kind[] DURABLE_TABLE = table(new Object[][] {
@@ -61,7 +64,8 @@ final class ExplorerStep {
      * at the latest after the last step, so that every ack that completes is checked against the recovered state;
      * a mark-delete to an even entry carries mark-delete properties, and in a third of them the BookKeeper
      * client refuses its next operation before the first write (the cursor-ledger creation: the cursor falls back
-     * to the metadata store).
+     * to the metadata store); in half of them the cursor record's caps are {@link #SMALL_CAP} (ranges in the
+     * cursor ledger and the metadata store, batch indexes), so that records leave acks out.
      */
     enum Profile {
         STANDARD("standard"), DURABILITY("durability");
@@ -104,19 +108,22 @@ final class ExplorerStep {
         final boolean durable;
         final Profile profile;
         final int entries;
+        // The record caps (null: the defaults).
+        final Integer cap;
         final List<ExplorerStep> steps;
 
-        Plan(long seed, boolean durable, Profile profile, int entries, List<ExplorerStep> steps) {
+        Plan(long seed, boolean durable, Profile profile, int entries, Integer cap, List<ExplorerStep> steps) {
             this.seed = seed;
             this.durable = durable;
             this.profile = profile;
             this.entries = entries;
+            this.cap = cap;
             this.steps = steps;
         }
 
         /** The same seed's set-up with other steps (shrinking). */
         Plan withSteps(List<ExplorerStep> other) {
-            return new Plan(seed, durable, profile, entries, other);
+            return new Plan(seed, durable, profile, entries, cap, other);
         }
     }
 
@@ -134,6 +141,14 @@ final class ExplorerStep {
         Random mix = mixRandom(seed);
         mix.nextInt(3);
         return mix.nextInt(3) == 1;
+    }
+
+    // Durability mix: whether the record caps are small (the third draw).
+    private static boolean smallCaps(long seed) {
+        Random mix = mixRandom(seed);
+        mix.nextInt(3);
+        mix.nextInt(3);
+        return mix.nextBoolean();
     }
 
     static Plan plan(long seed, int minSteps, int maxSteps, int entries) {
@@ -164,7 +179,8 @@ final class ExplorerStep {
         if (profile == Profile.DURABILITY && steps.get(steps.size() - 1).kind != Kind.CRASH) {
             steps.add(new ExplorerStep(Kind.CRASH, 0, null, 0));
         }
-        return new Plan(seed, durable, profile, entries, steps);
+        Integer cap = profile == Profile.DURABILITY && smallCaps(seed) ? SMALL_CAP : null;
+        return new Plan(seed, durable, profile, entries, cap, steps);
     }
 
     private static ExplorerStep step(Kind k, Random rnd, int entries) {
