@@ -103,14 +103,15 @@ final class AcceptedNotDurable<T> {
 
     /**
      * Removes and returns the acks that a durable record contains: written at mark-delete position
-     * {@code written} with {@code writtenProperties}, covering sequence numbers up to {@code coveredSeq},
-     * given the mark-delete position {@code markDeleteAfter} when it completed, and cut at the caps above
+     * {@code written} with {@code writtenProperties} as of sequence number {@code propertiesSeq}, covering
+     * sequence numbers up to {@code coveredSeq}, given the mark-delete position {@code markDeleteAfter} when it
+     * completed, and cut at the caps above
      * {@code heldUpTo} (null: not cut). An ack the record left out only for the caps is marked past them; one
      * it holds is no longer. Linear in the held acks, allocating only for those it removes: it runs under the
      * cursor's queue monitor.
      */
-    List<T> heldBy(Position written, Map<String, Long> writtenProperties, long coveredSeq, Position markDeleteAfter,
-                   Position heldUpTo) {
+    List<T> heldBy(Position written, Map<String, Long> writtenProperties, long propertiesSeq, long coveredSeq,
+                   Position markDeleteAfter, Position heldUpTo) {
         if (heldUpTo != null) {
             for (Held<T> h : held) {
                 if (h.seq <= coveredSeq && !h.pastCap && h.ack.pastCapOf(written, markDeleteAfter, heldUpTo)) {
@@ -120,7 +121,8 @@ final class AcceptedNotDurable<T> {
             }
         }
         return removeIf(h -> h.seq <= coveredSeq
-                && h.ack.heldBy(written, writtenProperties, markDeleteAfter, heldUpTo));
+                && h.ack.heldBy(written, writtenProperties, propertiesSeq >= h.seq, markDeleteAfter,
+                        heldUpTo));
     }
 
     /** Removes and returns the acks applied before the reset whose state change began {@code generation}. */

@@ -86,11 +86,18 @@ final class AppliedAck implements MarkDeleteCallback {
      * own (the compaction cursor's compacted ledger, deduplication's sequence ids) is held only if they are
      * the same.</li>
      * </ul>
+     * A record at the mark-delete's own position holds its properties if they are the same or the record's
+     * are newer ({@code newerProperties}: those of a mark-delete applied after this one); a record past its
+     * position carries those of a later mark-delete.
      */
-    boolean heldBy(Position written, Map<String, Long> writtenProperties, Position markDeleteAfter,
-                   Position heldUpTo) {
-        if (last.compareTo(written) <= 0) {
+    boolean heldBy(Position written, Map<String, Long> writtenProperties, boolean newerProperties,
+                   Position markDeleteAfter, Position heldUpTo) {
+        int c = last.compareTo(written);
+        if (c < 0) {
             return true;
+        }
+        if (c == 0) {
+            return properties == null || newerProperties || properties.equals(writtenProperties);
         }
         return (properties == null || properties.equals(writtenProperties))
                 && serializedBy(written, markDeleteAfter) && (heldUpTo == null || last.compareTo(heldUpTo) <= 0);

@@ -51,9 +51,9 @@ public class AcceptedNotDurableTest {
     public void aWriteIssuedBeforeTheAckWasAppliedDoesNotHoldIt() {
         AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
         held.add("md@5", 10, markDelete(5, 0));
-        assertEquals(held.heldBy(pos(9), NONE, 9, pos(9), null), List.of(), "covers sequence numbers up to 9 only");
+        assertEquals(held.heldBy(pos(9), NONE, 9, 9, pos(9), null), List.of(), "covers sequence numbers up to 9 only");
         assertEquals(held.size(), 1);
-        assertEquals(held.heldBy(pos(9), NONE, 10, pos(9), null), List.of("md@5"));
+        assertEquals(held.heldBy(pos(9), NONE, 10, 10, pos(9), null), List.of("md@5"));
         assertTrue(held.isEmpty());
     }
 
@@ -62,8 +62,8 @@ public class AcceptedNotDurableTest {
         held.add("md@5", 10, markDelete(5, 0));
         held.add("md@2", 11, markDelete(2, 0));
         // Written at 4 while the mark-delete position was already 5: 5 is in neither position nor ranges.
-        assertEquals(held.heldBy(pos(4), NONE, 20, pos(5), null), List.of("md@2"));
-        assertEquals(held.heldBy(pos(5), NONE, 20, pos(5), null), List.of("md@5"));
+        assertEquals(held.heldBy(pos(4), NONE, 20, 20, pos(5), null), List.of("md@2"));
+        assertEquals(held.heldBy(pos(5), NONE, 20, 20, pos(5), null), List.of("md@5"));
     }
 
     public void anIndividualAckAboveTheMarkDeleteIsInTheSerializedRanges() {
@@ -71,8 +71,8 @@ public class AcceptedNotDurableTest {
         held.add("delete@7", 10, delete(7, 7, 0));
         held.add("delete@5", 11, delete(5, 5, 0));
         // Written at 1, mark-delete 6 when it completed: 7 was still a range, 5 had been absorbed.
-        assertEquals(held.heldBy(pos(1), NONE, 20, pos(6), null), List.of("delete@7"));
-        assertEquals(held.heldBy(pos(6), NONE, 20, pos(6), null),
+        assertEquals(held.heldBy(pos(1), NONE, 20, 20, pos(6), null), List.of("delete@7"));
+        assertEquals(held.heldBy(pos(6), NONE, 20, 20, pos(6), null),
                 List.of("delete@5"), "a write at the mark-delete holds all");
     }
 
@@ -92,12 +92,12 @@ public class AcceptedNotDurableTest {
         held.add("delete@9", 11, delete(9, 9, 0));
         held.add("md@2", 12, markDelete(2, 0));
         // Written at 2, the ranges cut after 8: 9 is past the caps, 7 is in the record.
-        assertEquals(held.heldBy(pos(2), NONE, 20, pos(2), pos(8)), List.of("delete@7", "md@2"));
+        assertEquals(held.heldBy(pos(2), NONE, 20, 20, pos(2), pos(8)), List.of("delete@7", "md@2"));
         assertEquals(held.pastCapCount(), 1);
         assertTrue(!held.waitsForWrite(), "a write of its own would be cut the same way");
         held.add("delete@4", 21, delete(4, 4, 0));
         assertTrue(held.waitsForWrite());
-        assertEquals(held.heldBy(pos(2), NONE, 30, pos(2), null), List.of("delete@9", "delete@4"));
+        assertEquals(held.heldBy(pos(2), NONE, 30, 30, pos(2), null), List.of("delete@9", "delete@4"));
         assertEquals(held.pastCapCount(), 0);
     }
 
@@ -105,11 +105,22 @@ public class AcceptedNotDurableTest {
         AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
         held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0));
         // Written at 1 with {k=1}, the mark-delete already 6: the position is in the absorbed range only.
-        assertEquals(held.heldBy(pos(1), Map.of("k", 1L), 20, pos(1), null), List.of());
-        assertEquals(held.heldBy(pos(1), Map.of("k", 6L), 20, pos(1), null), List.of("md@6{k=6}"));
+        assertEquals(held.heldBy(pos(1), Map.of("k", 1L), 20, 20, pos(1), null), List.of());
+        assertEquals(held.heldBy(pos(1), Map.of("k", 6L), 20, 20, pos(1), null), List.of("md@6{k=6}"));
         held.add("md@7{k=7}", 21, AppliedAck.markDelete(null, pos(7), Map.of("k", 7L), 0));
-        assertEquals(held.heldBy(pos(7), Map.of("k", 1L), 30, pos(7), null), List.of("md@7{k=7}"),
+        assertEquals(held.heldBy(pos(7), Map.of("k", 1L), 30, 30, pos(7), null), List.of("md@7{k=7}"),
                 "a record at its position or later holds the state that mark-delete left");
+    }
+
+    public void aMarkDeleteIsHeldByARecordAtItsPositionOnlyWithItsOrNewerProperties() {
+        AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
+        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0));
+        // A write of p6 issued after it, carrying the properties of a mark-delete at p6 applied before it.
+        assertEquals(held.heldBy(pos(6), Map.of("k", 2L), 9, 20, pos(6), null), List.of());
+        assertEquals(held.heldBy(pos(6), Map.of("k", 6L), 9, 20, pos(6), null), List.of("md@6{k=6}"));
+        held.add("md@8{k=8}", 21, AppliedAck.markDelete(null, pos(8), Map.of("k", 8L), 0));
+        assertEquals(held.heldBy(pos(8), Map.of("k", 9L), 22, 30, pos(8), null), List.of("md@8{k=8}"),
+                "properties of a mark-delete applied after it supersede its own");
     }
 
     public void acksPastTheCapsBeyondTheLimitAreTakenNewestFirst() {

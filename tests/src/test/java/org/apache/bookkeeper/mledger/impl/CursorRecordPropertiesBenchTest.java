@@ -122,6 +122,40 @@ public class CursorRecordPropertiesBenchTest extends CursorBenchBase {
     }
 
     /**
+     * Two mark-deletes at p6: markDelete(p6, {k=2}) throttled and flushed (the flush's write queued behind a
+     * read), then markDelete(p6, {k=6}) throttled. The queued record is at p6 with {k=2}: it must neither
+     * complete markDelete(p6, {k=6}) nor replace it as the latest state that later writes record. Upstream
+     * reports both complete at once, and records neither.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aRecordAtAMarkDeletesPositionWithOlderPropertiesDoesNotCompleteIt() throws Exception {
+        String name = "properties-one-position";
+        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig().setThrottleMarkDelete(NO_PERMIT_RATE));
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, 10);
+        markDeleteTakingThePermit(cursor, p.get(1), Map.of("k", 1L));
+        CallbackProbe probe = new CallbackProbe(cursor);
+        CompletableFuture<Void> read = holdOneRead(cursor);
+        CallbackProbe.Outcome md2 = probe.newOutcome("markDelete(p6, {k=2})");
+        cursor.asyncMarkDelete(p.get(6), Map.of("k", 2L), probe.markDelete(md2), null);
+        cursor.flush();
+        CallbackProbe.Outcome md6 = probe.newOutcome("markDelete(p6, {k=6})");
+        cursor.asyncMarkDelete(p.get(6), Map.of("k", 6L), probe.markDelete(md6), null);
+        read.complete(null);
+        await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+        if (md6.succeeded()) {
+            assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(6L),
+                    "markDelete(p6, {k=6}) reported durable");
+        }
+
+        cursor.flush();
+        await().atMost(WAIT).until(() -> md2.future.isDone() && md6.future.isDone());
+        assertTrue(md2.succeeded() && md6.succeeded());
+        assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(6L));
+        assertEquals(probe.violations, List.of());
+    }
+
+    /**
      * Closed instead: the close persists the queued ack's position with the properties of the newest
      * mark-delete, which it then reports durable.
      */

@@ -69,4 +69,37 @@ public class ManagedCursorRecordPropertiesTest extends ManagedCursorAckPathTestB
         assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L));
         assertEquals(markDelete.violations, List.of());
     }
+
+    /**
+     * Two mark-deletes at p6: markDelete(p6, {k=2}) throttled and flushed (the flush's write queued behind a
+     * read), then markDelete(p6, {k=6}) throttled. The queued record at p6 carries {k=2}: it must neither
+     * complete the second mark-delete nor replace it as the latest state that the next write records.
+     */
+    @Test(timeOut = 60_000)
+    public void testMarkDeleteIsNotCompletedByARecordAtItsPositionWithOlderProperties() throws Exception {
+        String name = "properties-one-position";
+        ManagedLedger ledger = factory.open(name, THROTTLED);
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = addEntries(ledger, cursor, 10);
+        cursor.markDelete(p.get(1), Map.of("k", 1L));
+        Recorded first = new Recorded(cursor);
+        Recorded second = new Recorded(cursor);
+        CompletableFuture<Void> read = holdOneRead(cursor);
+        cursor.asyncMarkDelete(p.get(6), Map.of("k", 2L), first, null);
+        cursor.flush();
+        cursor.asyncMarkDelete(p.get(6), Map.of("k", 6L), second, null);
+        read.complete(null);
+        await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+
+        if (second.succeeded()) {
+            assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L),
+                    "markDelete(p6, {k=6}) reported complete, its properties lost in a crash");
+        }
+        cursor.flush();
+        await().atMost(WAIT).until(() -> first.done.isDone() && second.done.isDone());
+        assertTrue(first.succeeded() && second.succeeded());
+        assertEquals(crashAndRecover(name, "c1", THROTTLED).getProperties(), Map.of("k", 6L));
+        assertEquals(first.violations, List.of());
+        assertEquals(second.violations, List.of());
+    }
 }
