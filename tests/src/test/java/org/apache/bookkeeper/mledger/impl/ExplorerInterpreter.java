@@ -75,13 +75,21 @@ final class ExplorerInterpreter {
     }
 
     private ExplorerRun.Op markDelete(int step, ExplorerStep s) {
-        ExplorerRun.Op op = run.issue(step, s, s.toString());
+        boolean withProperties = s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES;
+        ExplorerRun.Op op = run.issue(step, s, withProperties
+                ? "markDelete(p" + s.a + ", {md=" + s.a + ", step=" + step + "})" : s.toString());
         op.upTo = s.a;
-        op.redundant = run.index(run.cursor.getMarkDeletedPosition()) >= s.a;
+        int markDeleteIndex = run.index(run.cursor.getMarkDeletedPosition());
+        op.redundant = markDeleteIndex >= s.a;
+        op.behindMarkDelete = markDeleteIndex > s.a;
         op.required.add(s.a);
         op.issueTick = run.clock.incrementAndGet();
-        if (s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES) {
-            run.cursor.asyncMarkDelete(run.p.get(s.a), Map.of("md", (long) s.a), markDeleteCallback(op), null);
+        if (withProperties) {
+            op.markDeleteProperties = Map.of("md", (long) s.a, "step", (long) step);
+            if (markDeleteIndex == s.a) {
+                run.count("schedule.markDeletePropertiesAtTheMarkDeletePosition");
+            }
+            run.cursor.asyncMarkDelete(run.p.get(s.a), op.markDeleteProperties, markDeleteCallback(op), null);
         } else {
             run.cursor.asyncMarkDelete(run.p.get(s.a), markDeleteCallback(op), null);
         }

@@ -296,7 +296,8 @@ final class ExplorerOracle {
 
     // The recovered mark-delete properties are those of the newest complete mark-delete with properties, or those
     // of a record written after it: another mark-delete's, or none (an ack that moves the mark-delete position
-    // writes no properties). Checked without resets (a reset's record has none).
+    // writes no properties). Checked without resets (a reset's record has none). A mark-delete at the mark-delete
+    // position counts: it writes its properties (each step's are its own).
     private void checkMarkDeleteProperties(ExplorerRun.Snapshot s) {
         int newest = -1;
         for (int k = 0; k < run.ops.size(); k++) {
@@ -304,8 +305,7 @@ final class ExplorerOracle {
             if (a.s.kind == ExplorerStep.Kind.RESET && !a.thrown) {
                 return;
             }
-            if (a.s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES && !a.redundant
-                    && a.succeededBy(run.crashTick)) {
+            if (a.markDeleteProperties != null && !a.behindMarkDelete && a.succeededBy(run.crashTick)) {
                 newest = k;
             }
         }
@@ -314,13 +314,12 @@ final class ExplorerOracle {
         }
         run.count("check.markDeletePropertiesVerified");
         ExplorerRun.Op n = run.ops.get(newest);
-        if (s.markDeleteProperties.equals(Map.of("md", (long) n.s.a))) {
+        if (s.markDeleteProperties.equals(n.markDeleteProperties)) {
             return;
         }
         for (int k = newest + 1; k < run.ops.size(); k++) {
             ExplorerRun.Op a = run.ops.get(k);
-            Map<String, Long> written = a.s.kind == ExplorerStep.Kind.MARK_DELETE_PROPERTIES
-                    ? Map.of("md", (long) a.s.a) : Map.of();
+            Map<String, Long> written = a.markDeleteProperties != null ? a.markDeleteProperties : Map.of();
             if (isAck(a) && s.markDeleteProperties.equals(written)) {
                 return;
             }

@@ -75,6 +75,10 @@ final class ExplorerRun {
         volatile String failure;
         boolean thrown;
         boolean redundant;
+        // MARK_DELETE_PROPERTIES: the properties it passes, unique to the step, so that two mark-deletes at one
+        // position differ; and whether the mark-delete position was already past it (then it writes nothing).
+        Map<String, Long> markDeleteProperties;
+        boolean behindMarkDelete;
         // Entry indexes this ack deletes that were not deleted in memory when it was issued.
         final List<Integer> required = new ArrayList<>();
         // Every entry index it names (DELETE, DELETE_LIST, BATCH_ACK), for the "who deleted this" check.
