@@ -86,27 +86,49 @@ public class CursorRecordCapBenchTest extends CursorBenchBase {
         /** Acks the odd positions one by one, each written before the next (no limiter). */
         void ackHoles() throws Exception {
             for (int i = 0; i < HOLES; i++) {
-                Position hole = p.get(2 * i + 1);
-                CallbackProbe.Outcome delete = probe.newOutcome("delete(p" + (2 * i + 1) + ")");
-                deletes.add(delete);
-                cursor.asyncDelete(hole, probe.delete(delete), null);
-                await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+                ackHole(i);
             }
+        }
+
+        /** The same from the highest hole down: each ack adds a range below those of the records before it. */
+        void ackHolesFromTheTop() throws Exception {
+            for (int i = HOLES - 1; i >= 0; i--) {
+                ackHole(i);
+            }
+        }
+
+        private void ackHole(int i) {
+            Position hole = p.get(hole(i));
+            CallbackProbe.Outcome delete = probe.newOutcome("delete(p" + hole(i) + ")");
+            deletes.add(delete);
+            cursor.asyncDelete(hole, probe.delete(delete), null);
+            await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
         }
 
         /** Acks batch index 0 of entries p1, p3, ... p(2n-1): each entry keeps its other indexes. */
         void ackBatchIndexes(int n) throws Exception {
             for (int i = 0; i < n; i++) {
-                Position entry = p.get(2 * i + 1);
-                BitSet unacked = new BitSet();
-                unacked.set(1, 10);
-                Position partial = AckSetStateUtil.createPositionWithAckSet(entry.getLedgerId(), entry.getEntryId(),
-                        unacked.toLongArray());
-                CallbackProbe.Outcome delete = probe.newOutcome("delete(p" + (2 * i + 1) + ", index 0)");
-                deletes.add(delete);
-                cursor.asyncDelete(partial, probe.delete(delete), null);
-                await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+                ackBatchIndex(i);
             }
+        }
+
+        /** The same from p(2n-1) down. */
+        void ackBatchIndexesFromTheTop(int n) throws Exception {
+            for (int i = n - 1; i >= 0; i--) {
+                ackBatchIndex(i);
+            }
+        }
+
+        private void ackBatchIndex(int i) {
+            Position entry = p.get(hole(i));
+            BitSet unacked = new BitSet();
+            unacked.set(1, 10);
+            Position partial = AckSetStateUtil.createPositionWithAckSet(entry.getLedgerId(), entry.getEntryId(),
+                    unacked.toLongArray());
+            CallbackProbe.Outcome delete = probe.newOutcome("delete(p" + hole(i) + ", index 0)");
+            deletes.add(delete);
+            cursor.asyncDelete(partial, probe.delete(delete), null);
+            await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
         }
 
         ManagedCursorImpl crash() throws Exception {
@@ -132,6 +154,29 @@ public class CursorRecordCapBenchTest extends CursorBenchBase {
             if (h.deletes.get(i).succeeded()) {
                 assertTrue(recovered.isMessageDeleted(h.p.get(h.hole(i))),
                         h.deletes.get(i).name + " reported durable, not deleted after a crash");
+            }
+        }
+        assertEquals(h.probe.violations, List.of());
+    }
+
+    /**
+     * Ten holes acked from the highest down with a cap of five ranges: the first deletes complete with records
+     * that hold them, then each ack adds a range below them. A record filled lowest first would drop a range a
+     * record before it held and completed: every delete reported complete must be deleted after a crash. The
+     * deletes past the cap wait for the holes below them, as above. Upstream keeps the lowest ranges and loses
+     * the highest, which it reported complete first.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aDeleteARecordHeldIsNotPushedPastTheRangeCapByLowerOnes() throws Exception {
+        Holes h = new Holes("range-cap-pushed");
+        h.ackHolesFromTheTop();
+        assertTrue(succeeded(h) >= RANGE_CAP, "the deletes within the cap complete");
+        ManagedCursorImpl recovered = h.crash();
+        for (int i = 0; i < HOLES; i++) {
+            CallbackProbe.Outcome delete = h.deletes.get(i);
+            if (delete.succeeded()) {
+                assertTrue(recovered.isMessageDeleted(h.p.get(h.hole(HOLES - 1 - i))),
+                        delete.name + " reported durable, lost in a crash");
             }
         }
         assertEquals(h.probe.violations, List.of());
@@ -206,6 +251,28 @@ public class CursorRecordCapBenchTest extends CursorBenchBase {
                 long[] kept = recovered.getDeletedBatchIndexesAsLongArray(h.p.get(h.hole(i)));
                 assertNotNull(kept, h.deletes.get(i).name + " reported durable, lost in a crash");
                 assertFalse(BitSet.valueOf(kept).get(0), h.deletes.get(i).name + " reported durable, index 0 back");
+            }
+        }
+        assertEquals(h.probe.violations, List.of());
+    }
+
+    /**
+     * Partial batch-index acks on p7, p5, p3, p1 in that order with a cap of two entries: p7's and p5's
+     * complete with records that hold them; a record filled lowest first would then hold p3 and p5 and drop
+     * p7's. Every one reported complete must be in the recovered batch indexes. Upstream loses p7's.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aBatchIndexAckARecordHeldIsNotPushedPastTheCapByLowerOnes() throws Exception {
+        Holes h = new Holes("batch-cap-pushed");
+        h.ackBatchIndexesFromTheTop(4);
+        assertTrue(succeeded(h) >= BATCH_CAP, "the batch-index acks within the cap complete");
+        ManagedCursorImpl recovered = h.crash();
+        for (int i = 0; i < 4; i++) {
+            CallbackProbe.Outcome delete = h.deletes.get(i);
+            if (delete.succeeded()) {
+                long[] kept = recovered.getDeletedBatchIndexesAsLongArray(h.p.get(h.hole(3 - i)));
+                assertNotNull(kept, delete.name + " reported durable, lost in a crash");
+                assertFalse(BitSet.valueOf(kept).get(0), delete.name + " reported durable, index 0 back");
             }
         }
         assertEquals(h.probe.violations, List.of());

@@ -298,14 +298,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
     private static void verdict(Tally tally, String jar, boolean ours, boolean replay, String summary) {
         List<Long> failingSeeds = tally.failingSeeds;
         if (ours) {
-            List<Long> known = new ArrayList<>(failingSeeds);
-            known.retainAll(KNOWN_OPEN_ON_OURS.getOrDefault(System.getProperty("pulsar.line", "?"), List.of()));
-            List<Long> unexpected = new ArrayList<>(failingSeeds);
-            unexpected.removeAll(known);
-            if (!known.isEmpty()) {
-                System.out.println("explorer [" + jar + "] known open, not failing the run (docs/bench.md): " + known);
-            }
-            assertEquals(unexpected, List.of(), "schedules violating the cursor contract on our jar:\n" + summary);
+            assertEquals(failingSeeds, List.of(), "schedules violating the cursor contract on our jar:\n" + summary);
         } else if (!replay && tally.ran >= 1_000) {
             // Nearly half of upstream's schedules break the contract: an explorer that finds none there would find
             // none on ours either.
@@ -325,26 +318,7 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
         return dump.toString();
     }
 
-    /**
-     * Seeds whose violation on our jar is a known, documented open finding (docs/bench.md, "The schedule
-     * explorer"): reported, not failing the run. Any other violating seed fails it.
-     *
-     * <p>The small-caps schedules below (record caps of 1) lose an ack a record held and completed once acks
-     * below it push it past the cap in a later record: docs/mark-delete-queue.md, "Limits, stated", "A durable
-     * ack pushed past the caps by a lower one".
-     */
     // A topic's managed-ledger name: 5.0 derives metric attributes from it when a record is cut at the caps, and
     // throws on a name of another form.
     private static final String LEDGER_PREFIX = "public/default/persistent/explorer-";
-
-    private static final List<Long> PUSHED_PAST_THE_CAPS = List.of(421L, 1056L, 1229L, 3334L, 4880L, 5088L, 5996L,
-            6226L, 6390L, 6983L);
-    // 5.0.0-M1 keeps one range fewer at the same cap (upstream 5.0 cuts at the cap, 4.x one past it): more seeds.
-    private static final List<Long> PUSHED_PAST_THE_CAPS_5_0 = List.of(190L, 421L, 968L, 1056L, 1229L, 1440L,
-            1444L, 2560L, 3276L, 3334L, 4092L, 4577L, 4853L, 4880L, 5088L, 5249L, 5758L, 6226L, 6390L, 6983L, 7291L,
-            7793L, 7883L, 8079L, 8432L, 8625L, 8775L, 8801L, 9836L, 9909L);
-    private static final Map<String, List<Long>> KNOWN_OPEN_ON_OURS = Map.of(
-            "4.0.8", PUSHED_PAST_THE_CAPS,
-            "4.2.4", PUSHED_PAST_THE_CAPS,
-            "5.0.0-M1", PUSHED_PAST_THE_CAPS_5_0);
 }

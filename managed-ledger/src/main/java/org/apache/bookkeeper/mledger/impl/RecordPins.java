@@ -1,0 +1,211 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import java.util.Arrays;
+import org.apache.bookkeeper.mledger.Position;
+
+/**
+ * What the cursor's last serialized record held above its mark-delete position: its individually deleted
+ * ranges and its entries with batch-index acks. A record may have completed acks with them, so the next
+ * record keeps them ahead of newer acks when the caps ({@code maxUnackedRangesToPersist},
+ * {@code maxBatchDeletedIndexToPersist}) cut it: filled lowest first, a record would otherwise drop an ack it
+ * had held and completed once acks below it add ranges (#25540). Acks only add to the deleted positions, so
+ * the in-memory ranges that meet a record's ranges are no more than its ranges: keeping them fits the cap.
+ *
+ * <p>Ranges are kept as upstream's raw endpoints, lower open and upper closed. Not thread-safe: the cursor
+ * reads and replaces it under its write lock, while it serializes a record.
+ */
+final class RecordPins {
+    private static final long[] NONE = new long[0];
+
+    // (lowerLedger, lowerEntry, upperLedger, upperEntry) per range, ascending.
+    private long[] ranges = NONE;
+    private int rangeCount;
+    // (ledger, entry) per batch-index entry, ascending; and those of the record before, which the ranges of a
+    // record check once its own entries replaced them (an entry acknowledged whole since is in a range).
+    private long[] entries = NONE;
+    private int entryCount;
+    private long[] previousEntries = NONE;
+    private int previousEntryCount;
+
+    /** The ranges of the record being serialized, in the order the record holds them. */
+    Ranges ranges() {
+        return new Ranges();
+    }
+
+    /** The batch-index entries of the record being serialized. */
+    Entries entries() {
+        return new Entries();
+    }
+
+    /** A reset's record holds no acks: the acks it clears are not kept by the records after it. */
+    void clear() {
+        ranges = NONE;
+        rangeCount = 0;
+        entries = NONE;
+        entryCount = 0;
+        previousEntries = NONE;
+        previousEntryCount = 0;
+    }
+
+    int rangeCount() {
+        return rangeCount;
+    }
+
+    int entryCount() {
+        return entryCount;
+    }
+
+    /** Whether the last records held a range or a batch-index entry above {@code position}. */
+    boolean anyAbove(Position position) {
+        long ledgerId = position.getLedgerId();
+        long entryId = position.getEntryId();
+        return rangeCount > 0 && compare(ranges[rangeCount * 4 - 2], ranges[rangeCount * 4 - 1], ledgerId, entryId) > 0
+                || lastAbove(entries, entryCount, ledgerId, entryId)
+                || lastAbove(previousEntries, previousEntryCount, ledgerId, entryId);
+    }
+
+    private static boolean lastAbove(long[] entries, int entryCount, long ledgerId, long entryId) {
+        return entryCount > 0
+                && compare(entries[entryCount * 2 - 2], entries[entryCount * 2 - 1], ledgerId, entryId) > 0;
+    }
+
+    private static int compare(long ledgerA, long entryA, long ledgerB, long entryB) {
+        int c = Long.compare(ledgerA, ledgerB);
+        return c != 0 ? c : Long.compare(entryA, entryB);
+    }
+
+    /**
+     * A pass over the in-memory ranges, ascending: which of them the last record met, and which it writes
+     * now. {@link #done()} makes what it wrote the pins of the next record.
+     */
+    final class Ranges {
+        private int next;
+        private long[] written = new long[Math.max(16, rangeCount * 4)];
+        private int writtenCount;
+
+        /**
+         * Whether the range (lower, upper] meets a range of the last record, or contains one of its
+         * batch-index entries (an entry acknowledged whole since): it must be in this record.
+         */
+        boolean pinned(long lowerLedger, long lowerEntry, long upperLedger, long upperEntry) {
+            boolean pinned = false;
+            while (next < rangeCount) {
+                int i = next * 4;
+                if (compare(ranges[i + 2], ranges[i + 3], lowerLedger, lowerEntry) <= 0) {
+                    // Entirely below this range: at or below the mark-delete position now, or met before.
+                    next++;
+                } else if (compare(ranges[i], ranges[i + 1], upperLedger, upperEntry) < 0) {
+                    pinned = true;
+                    next++;
+                } else {
+                    break;
+                }
+            }
+            return pinned || containsEntry(entries, entryCount, lowerLedger, lowerEntry, upperLedger, upperEntry)
+                    || containsEntry(previousEntries, previousEntryCount, lowerLedger, lowerEntry, upperLedger,
+                    upperEntry);
+        }
+
+        private boolean containsEntry(long[] entries, int entryCount, long lowerLedger, long lowerEntry,
+                                      long upperLedger, long upperEntry) {
+            int low = 0;
+            int high = entryCount - 1;
+            while (low <= high) {
+                int mid = (low + high) >>> 1;
+                int i = mid * 2;
+                if (compare(entries[i], entries[i + 1], lowerLedger, lowerEntry) <= 0) {
+                    low = mid + 1;
+                } else if (compare(entries[i], entries[i + 1], upperLedger, upperEntry) > 0) {
+                    high = mid - 1;
+                } else {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** How many ranges of the last record lie above the ranges passed so far: at least the pins ahead. */
+        int pinnedAhead() {
+            return rangeCount - next;
+        }
+
+        void written(long lowerLedger, long lowerEntry, long upperLedger, long upperEntry) {
+            if (writtenCount * 4 == written.length) {
+                written = Arrays.copyOf(written, written.length * 2);
+            }
+            int i = writtenCount * 4;
+            written[i] = lowerLedger;
+            written[i + 1] = lowerEntry;
+            written[i + 2] = upperLedger;
+            written[i + 3] = upperEntry;
+            writtenCount++;
+        }
+
+        void done() {
+            ranges = writtenCount == 0 ? NONE : written;
+            rangeCount = writtenCount;
+        }
+    }
+
+    /** A pass over the entries with batch-index acks, ascending. */
+    final class Entries {
+        private int next;
+        private long[] written = new long[Math.max(16, entryCount * 2)];
+        private int writtenCount;
+
+        /** Whether the last record held this entry: it must be in this record. */
+        boolean pinned(Position position) {
+            while (next < entryCount) {
+                int i = next * 2;
+                int c = compare(entries[i], entries[i + 1], position.getLedgerId(), position.getEntryId());
+                if (c > 0) {
+                    return false;
+                }
+                next++;
+                if (c == 0) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** How many entries of the last record lie above the entries passed so far. */
+        int pinnedAhead() {
+            return entryCount - next;
+        }
+
+        void written(Position position) {
+            if (writtenCount * 2 == written.length) {
+                written = Arrays.copyOf(written, written.length * 2);
+            }
+            written[writtenCount * 2] = position.getLedgerId();
+            written[writtenCount * 2 + 1] = position.getEntryId();
+            writtenCount++;
+        }
+
+        void done() {
+            previousEntries = entries;
+            previousEntryCount = entryCount;
+            entries = writtenCount == 0 ? NONE : written;
+            entryCount = writtenCount;
+        }
+    }
+}

@@ -1,0 +1,110 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *   http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing,
+ * software distributed under the License is distributed on an
+ * "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied.  See the License for the
+ * specific language governing permissions and limitations
+ * under the License.
+ */
+package org.apache.bookkeeper.mledger.impl;
+
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.testng.annotations.Test;
+
+/**
+ * Which in-memory ranges and batch-index entries a record must keep because the record before it held them.
+ * Ranges are (lower, upper] in ledger 3.
+ */
+@Test(groups = FORK_ONLY)
+public class RecordPinsTest {
+
+    private static void write(RecordPins.Ranges pass, long lower, long upper) {
+        pass.written(3, lower, 3, upper);
+    }
+
+    public void aRangeThatMeetsOneTheLastRecordHeldIsPinned() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Ranges first = pins.ranges();
+        write(first, 6, 7);
+        write(first, 8, 9);
+        first.done();
+
+        RecordPins.Ranges next = pins.ranges();
+        assertEquals(next.pinnedAhead(), 2);
+        assertFalse(next.pinned(3, 4, 3, 5), "p5 is new");
+        assertEquals(next.pinnedAhead(), 2, "both pins lie above p5");
+        assertTrue(next.pinned(3, 6, 3, 8), "(p6, p8] grew from (p6, p7] by an ack of p8");
+        assertEquals(next.pinnedAhead(), 1);
+        assertTrue(next.pinned(3, 8, 3, 9));
+        assertEquals(next.pinnedAhead(), 0);
+        assertFalse(next.pinned(3, 10, 3, 11));
+    }
+
+    public void twoPinsInOneRangeCountOnce() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Ranges first = pins.ranges();
+        write(first, 6, 7);
+        write(first, 8, 9);
+        first.done();
+
+        RecordPins.Ranges next = pins.ranges();
+        assertTrue(next.pinned(3, 5, 3, 9), "the holes between them closed: one range");
+        assertEquals(next.pinnedAhead(), 0);
+    }
+
+    public void anEntryAcknowledgedWholeSinceTheLastRecordPinsItsRange() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Entries entries = pins.entries();
+        entries.written(PositionFactory.create(3, 7));
+        entries.done();
+        // The next record's entries: p7 is no longer one, it is in the range (p6, p7].
+        pins.entries().done();
+
+        RecordPins.Ranges next = pins.ranges();
+        assertFalse(next.pinned(3, 4, 3, 5));
+        assertTrue(next.pinned(3, 6, 3, 7));
+        assertTrue(pins.anyAbove(PositionFactory.create(3, 5)));
+        assertFalse(pins.anyAbove(PositionFactory.create(3, 7)));
+    }
+
+    public void anEntryTheLastRecordHeldIsPinned() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Entries first = pins.entries();
+        first.written(PositionFactory.create(3, 7));
+        first.written(PositionFactory.create(3, 9));
+        first.done();
+
+        RecordPins.Entries next = pins.entries();
+        assertEquals(next.pinnedAhead(), 2);
+        assertFalse(next.pinned(PositionFactory.create(3, 5)));
+        assertTrue(next.pinned(PositionFactory.create(3, 7)));
+        assertEquals(next.pinnedAhead(), 1);
+        assertFalse(next.pinned(PositionFactory.create(3, 8)));
+        assertTrue(next.pinned(PositionFactory.create(3, 9)));
+        assertEquals(next.pinnedAhead(), 0);
+    }
+
+    public void aResetClearsThePins() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Ranges first = pins.ranges();
+        write(first, 6, 7);
+        first.done();
+        pins.clear();
+        assertEquals(pins.ranges().pinnedAhead(), 0);
+        assertFalse(pins.anyAbove(PositionFactory.create(3, 0)));
+    }
+}
