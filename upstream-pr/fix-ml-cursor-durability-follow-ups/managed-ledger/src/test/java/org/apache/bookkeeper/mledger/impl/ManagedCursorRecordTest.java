@@ -229,4 +229,33 @@ public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
         assertTrue(deletes.stream().allMatch(Recorded::succeeded));
         assertDeletedUpTo(crashAndRecover(name, "c1", config), p, 19, "after the holes closed");
     }
+
+    /**
+     * The same holes acked from the highest down: the first deletes complete with records that hold them,
+     * then each ack adds a range below them. A record filled lowest first drops the ranges the records
+     * before it held and completed; it must keep them and leave out the new lower ones.
+     */
+    @Test(timeOut = 60_000)
+    public void testDeleteARecordHeldIsNotPushedPastTheRangeCapByLowerOnes() throws Exception {
+        String name = "public/default/persistent/range-cap-pushed";
+        ManagedLedgerConfig config = new ManagedLedgerConfig().setMaxUnackedRangesToPersist(5);
+        ManagedLedger ledger = factory.open(name, config);
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = addEntries(ledger, cursor, 21);
+        List<Recorded> deletes = new ArrayList<>();
+        for (int hole = 19; hole > 0; hole -= 2) {
+            Recorded delete = new Recorded(cursor);
+            deletes.add(delete);
+            cursor.asyncDelete(p.get(hole), delete, null);
+            await().atMost(WAIT).until(() -> queued(cursor) == 0 && writesInFlight(cursor) == 0);
+        }
+        assertTrue(deletes.get(0).succeeded(), "delete(p19) is within the cap");
+        ManagedCursorImpl recovered = crashAndRecover(name, "c1", config);
+        for (int i = 0; i < deletes.size(); i++) {
+            if (deletes.get(i).succeeded()) {
+                assertTrue(recovered.isMessageDeleted(p.get(19 - 2 * i)),
+                        "delete(p" + (19 - 2 * i) + ") reported complete, lost in a crash");
+            }
+        }
+    }
 }
