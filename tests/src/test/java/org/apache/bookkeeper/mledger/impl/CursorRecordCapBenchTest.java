@@ -183,6 +183,38 @@ public class CursorRecordCapBenchTest extends CursorBenchBase {
     }
 
     /**
+     * The five highest holes acked from the top complete within the cap; after a restart, the five below them
+     * are acked at once on the recovered cursor. Its first record must keep the ranges the recovered record
+     * held: after a second crash p11 to p19 are still deleted. Upstream keeps the lowest ranges and drops them.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aDeleteARecordHeldBeforeARestartIsNotPushedPastTheCapAfterIt() throws Exception {
+        Holes h = new Holes("range-cap-restart");
+        for (int i = HOLES - 1; i >= HOLES - RANGE_CAP; i--) {
+            h.ackHole(i);
+        }
+        for (CallbackProbe.Outcome delete : h.deletes) {
+            assertTrue(delete.succeeded(), delete.name + " is within the cap");
+        }
+        ManagedCursorImpl restarted = h.crash();
+        CallbackProbe afterRestart = new CallbackProbe(restarted);
+        // In one ack, so that the first record after the restart is the one cut.
+        List<Position> lower = new ArrayList<>();
+        for (int i = 0; i < HOLES - RANGE_CAP; i++) {
+            lower.add(h.p.get(h.hole(i)));
+        }
+        restarted.asyncDelete(lower, afterRestart.delete(afterRestart.newOutcome("delete(" + lower + ")")), null);
+        await().atMost(WAIT).until(() -> queued(restarted) == 0 && writesInFlight(restarted) == 0);
+        ManagedCursorImpl recovered = h.crash();
+        for (int i = HOLES - RANGE_CAP; i < HOLES; i++) {
+            assertTrue(recovered.isMessageDeleted(h.p.get(h.hole(i))),
+                    "delete(p" + h.hole(i) + ") reported durable before the restart, lost after it");
+        }
+        assertEquals(h.probe.violations, List.of());
+        assertEquals(afterRestart.violations, List.of());
+    }
+
+    /**
      * The deletes past the cap wait, and ask for no write while they do; once the holes below them close,
      * the record holds them and they complete.
      */
