@@ -19,7 +19,9 @@
 package org.apache.bookkeeper.mledger.impl;
 
 import java.util.Arrays;
+import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
 
 /**
  * What the cursor's last serialized record held above its mark-delete position: its individually deleted
@@ -27,7 +29,10 @@ import org.apache.bookkeeper.mledger.Position;
  * record keeps them ahead of newer acks when the caps ({@code maxUnackedRangesToPersist},
  * {@code maxBatchDeletedIndexToPersist}) cut it: filled lowest first, a record would otherwise drop an ack it
  * had held and completed once acks below it add ranges (#25540). Acks only add to the deleted positions, so
- * the in-memory ranges that meet a record's ranges are no more than its ranges: keeping them fits the cap.
+ * the in-memory ranges that meet a record's ranges are no more than its ranges: keeping them fits the cap. An
+ * entry acknowledged whole since the last record is kept as the range that contains it, in place of its entry:
+ * a record then holds more ranges than the range cap and fewer entries, and its ranges and entries together
+ * stay within both caps together ({@link #convertEntries}).
  *
  * <p>Ranges are kept as upstream's raw endpoints, lower open and upper closed. Not thread-safe: the cursor
  * reads and replaces it under its write lock, while it serializes a record.
@@ -44,6 +49,9 @@ final class RecordPins {
     private int entryCount;
     private long[] previousEntries = NONE;
     private int previousEntryCount;
+    // The last record's entries acknowledged whole since, found by the record being serialized.
+    private long[] converted = NONE;
+    private int convertedCount;
 
     /** The ranges of the record being serialized, in the order the record holds them. */
     Ranges ranges() {
@@ -59,10 +67,37 @@ final class RecordPins {
     void clear() {
         ranges = NONE;
         rangeCount = 0;
+        converted = NONE;
+        convertedCount = 0;
         entries = NONE;
         entryCount = 0;
         previousEntries = NONE;
         previousEntryCount = 0;
+    }
+
+    /**
+     * Before a record's batch-index pass: finds the last record's entries above {@code markDelete} that are no
+     * longer partial ({@code stillPartial} false), acknowledged whole since. Returns the ranges the record must
+     * keep at most, the last record's ranges and one per such entry, so that the entries it adds leave room for
+     * them.
+     */
+    int convertEntries(Predicate<Position> stillPartial, Position markDelete) {
+        converted = NONE;
+        convertedCount = 0;
+        for (int i = 0; i < entryCount; i++) {
+            long ledgerId = entries[i * 2];
+            long entryId = entries[i * 2 + 1];
+            if (compare(ledgerId, entryId, markDelete.getLedgerId(), markDelete.getEntryId()) > 0
+                    && !stillPartial.test(PositionFactory.create(ledgerId, entryId))) {
+                if (convertedCount * 2 == converted.length) {
+                    converted = Arrays.copyOf(converted, Math.max(16, converted.length * 2));
+                }
+                converted[convertedCount * 2] = ledgerId;
+                converted[convertedCount * 2 + 1] = entryId;
+                convertedCount++;
+            }
+        }
+        return rangeCount + convertedCount;
     }
 
     int rangeCount() {
@@ -98,6 +133,7 @@ final class RecordPins {
      */
     final class Ranges {
         private int next;
+        private int nextConverted;
         private long[] written = new long[Math.max(16, rangeCount * 4)];
         private int writtenCount;
 
@@ -119,9 +155,21 @@ final class RecordPins {
                     break;
                 }
             }
+            while (nextConverted < convertedCount && compare(converted[nextConverted * 2],
+                    converted[nextConverted * 2 + 1], upperLedger, upperEntry) <= 0) {
+                nextConverted++;
+            }
             return pinned || containsEntry(entries, entryCount, lowerLedger, lowerEntry, upperLedger, upperEntry)
                     || containsEntry(previousEntries, previousEntryCount, lowerLedger, lowerEntry, upperLedger,
                     upperEntry);
+        }
+
+        /**
+         * How many entries of the last record, acknowledged whole since, lie above the ranges passed so far: each
+         * is in a range this record keeps, which the ranges it adds leave room for.
+         */
+        int convertedAhead() {
+            return convertedCount - nextConverted;
         }
 
         private boolean containsEntry(long[] entries, int entryCount, long lowerLedger, long lowerEntry,

@@ -215,6 +215,44 @@ public class CursorRecordCapBenchTest extends CursorBenchBase {
     }
 
     /**
+     * With p0 never acknowledged, entries p1, p3, ... p19 are acknowledged in part and then whole, one after
+     * the other. A record keeps an entry acknowledged whole as the range that holds it when the record before
+     * held its batch-index acks; its ranges and entries together stay within both caps together, and every
+     * ack reported complete survives a crash.
+     */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void entriesAcknowledgedWholeKeepARecordWithinBothCaps() throws Exception {
+        Holes h = new Holes("caps-together");
+        for (int i = 0; i < HOLES; i++) {
+            h.ackBatchIndex(i);
+            h.ackHole(i);
+            ManagedCursorImpl recovered = h.crash();
+            int items = recovered.getIndividuallyDeletedMessagesSet().size() + batchEntries(recovered, h);
+            // 4.x keeps one range past the range cap.
+            assertTrue(items <= RANGE_CAP + 1 + BATCH_CAP, "a record of " + items + " ranges and entries");
+            for (int k = 0; k < h.deletes.size(); k++) {
+                CallbackProbe.Outcome delete = h.deletes.get(k);
+                Position entry = h.p.get(h.hole(k / 2));
+                if (delete.succeeded()) {
+                    assertTrue(k % 2 == 0 ? recovered.isMessageDeleted(entry)
+                                    || recovered.getDeletedBatchIndexesAsLongArray(entry) != null
+                                    : recovered.isMessageDeleted(entry),
+                            delete.name + " reported durable, lost in a crash");
+                }
+            }
+        }
+        assertEquals(h.probe.violations, List.of());
+    }
+
+    private static int batchEntries(ManagedCursorImpl cursor, Holes h) {
+        int n = 0;
+        for (Position p : h.p) {
+            n += cursor.getDeletedBatchIndexesAsLongArray(p) != null ? 1 : 0;
+        }
+        return n;
+    }
+
+    /**
      * The deletes past the cap wait, and ask for no write while they do; once the holes below them close,
      * the record holds them and they complete.
      */

@@ -81,6 +81,27 @@ public class RecordPinsTest {
         assertFalse(pins.anyAbove(PositionFactory.create(3, 7)));
     }
 
+    public void anEntryAcknowledgedWholeIsRoomTheRangesLeave() {
+        RecordPins pins = new RecordPins();
+        RecordPins.Ranges ranges = pins.ranges();
+        write(ranges, 1, 2);
+        ranges.done();
+        RecordPins.Entries entries = pins.entries();
+        entries.written(PositionFactory.create(3, 5));
+        entries.written(PositionFactory.create(3, 7));
+        entries.done();
+
+        // p7 is acknowledged whole, p5 still partial, the mark-delete position at p0.
+        assertEquals(pins.convertEntries(p -> p.getEntryId() == 5, PositionFactory.create(3, 0)), 2,
+                "the range (p1, p2] and the one that holds p7");
+        RecordPins.Ranges next = pins.ranges();
+        assertEquals(next.convertedAhead(), 1);
+        assertTrue(next.pinned(3, 1, 3, 2));
+        assertEquals(next.convertedAhead(), 1);
+        assertTrue(next.pinned(3, 6, 3, 7));
+        assertEquals(next.convertedAhead(), 0);
+    }
+
     public void anEntryTheLastRecordHeldIsPinned() {
         RecordPins pins = new RecordPins();
         RecordPins.Entries first = pins.entries();
