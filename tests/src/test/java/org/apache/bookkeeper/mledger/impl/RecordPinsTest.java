@@ -36,12 +36,19 @@ public class RecordPinsTest {
         pass.written(3, lower, 3, upper);
     }
 
-    public void aRangeThatMeetsOneTheLastRecordHeldIsPinned() {
+    // A record that held the ranges (bounds[0], bounds[1]], (bounds[2], bounds[3]], ...
+    private static RecordPins lastRecordHeld(long... bounds) {
         RecordPins pins = new RecordPins();
-        RecordPins.Ranges first = pins.ranges();
-        write(first, 6, 7);
-        write(first, 8, 9);
-        first.done();
+        RecordPins.Ranges record = pins.ranges();
+        for (int i = 0; i < bounds.length; i += 2) {
+            write(record, bounds[i], bounds[i + 1]);
+        }
+        record.done();
+        return pins;
+    }
+
+    public void aRangeThatMeetsOneTheLastRecordHeldIsPinned() {
+        RecordPins pins = lastRecordHeld(6, 7, 8, 9);
 
         RecordPins.Ranges next = pins.ranges();
         assertEquals(next.pinnedAhead(), 2);
@@ -55,11 +62,7 @@ public class RecordPinsTest {
     }
 
     public void twoPinsInOneRangeCountOnce() {
-        RecordPins pins = new RecordPins();
-        RecordPins.Ranges first = pins.ranges();
-        write(first, 6, 7);
-        write(first, 8, 9);
-        first.done();
+        RecordPins pins = lastRecordHeld(6, 7, 8, 9);
 
         RecordPins.Ranges next = pins.ranges();
         assertTrue(next.pinned(3, 5, 3, 9), "the holes between them closed: one range");
