@@ -63,7 +63,7 @@ final class RecordPins {
         return new Entries();
     }
 
-    /** A reset's record holds no acks: the acks it clears are not kept by the records after it. */
+    /** A reset's state change: the acks it clears are not kept by the records after it. */
     void clear() {
         ranges = NONE;
         rangeCount = 0;
@@ -102,10 +102,6 @@ final class RecordPins {
 
     int rangeCount() {
         return rangeCount;
-    }
-
-    int entryCount() {
-        return entryCount;
     }
 
     /** Whether the last records held a range or a batch-index entry above {@code position}. */
