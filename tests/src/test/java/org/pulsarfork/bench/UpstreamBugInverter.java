@@ -19,18 +19,25 @@
 package org.pulsarfork.bench;
 
 import java.util.Arrays;
+import org.awaitility.core.ConditionTimeoutException;
+import org.awaitility.core.TerminalFailureException;
 import org.testng.IInvokedMethod;
 import org.testng.IInvokedMethodListener;
 import org.testng.ITestResult;
 import org.testng.Reporter;
+import org.testng.internal.thread.ThreadTimeoutException;
 
 /**
  * Inverts the outcome of {@link BenchGroups#UPSTREAM_BUG} tests when the bench runs against the
  * upstream jars, so that the upstream run proves each reproducer can fail.
  *
- * <p>A reproducer that fails on upstream is reported as passed, with the upstream failure in the
- * log; one that passes on upstream is reported as failed. On our jars nothing is inverted, nor on a
- * line that {@link FixedUpstreamIn} names.
+ * <p>A reproducer that fails on upstream with its symptom is reported as passed, with the upstream
+ * failure in the log; one that passes on upstream is reported as failed, and so is one that fails for
+ * another reason. The symptom is what a reproducer asserts: a failed assertion, an awaited outcome
+ * that never came (Awaitility's timeout, TestNG's {@code timeOut}: a hang), or an Awaitility
+ * fail-fast condition (the loss itself, seen while waiting). Anything else thrown (a linkage error
+ * against upstream's jar, an exception from the set-up) proves nothing about the bug. On our jars
+ * nothing is inverted, nor on a line that {@link FixedUpstreamIn} names.
  */
 public class UpstreamBugInverter implements IInvokedMethodListener {
 
@@ -40,7 +47,12 @@ public class UpstreamBugInverter implements IInvokedMethodListener {
             return;
         }
         String name = method.getTestMethod().getQualifiedName();
-        if (result.getStatus() == ITestResult.FAILURE) {
+        if (result.getStatus() == ITestResult.FAILURE && !isSymptom(result.getThrowable())) {
+            result.setThrowable(new AssertionError(name + " fails on the upstream jars of "
+                    + System.getProperty("pulsar.line") + " with " + result.getThrowable()
+                    + ", which is not a symptom it asserts (group " + BenchGroups.UPSTREAM_BUG + ")",
+                    result.getThrowable()));
+        } else if (result.getStatus() == ITestResult.FAILURE) {
             Throwable upstreamFailure = result.getThrowable();
             String line = "[upstream-bug] " + name + " reproduces the upstream bug on "
                     + System.getProperty("pulsar.line") + ": " + upstreamFailure;
@@ -55,6 +67,11 @@ public class UpstreamBugInverter implements IInvokedMethodListener {
                     + ": it does not reproduce the bug it is marked for (group "
                     + BenchGroups.UPSTREAM_BUG + ")"));
         }
+    }
+
+    static boolean isSymptom(Throwable failure) {
+        return failure instanceof AssertionError || failure instanceof ConditionTimeoutException
+                || failure instanceof TerminalFailureException || failure instanceof ThreadTimeoutException;
     }
 
     private static boolean isReproducer(IInvokedMethod method) {

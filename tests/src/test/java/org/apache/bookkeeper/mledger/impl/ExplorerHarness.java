@@ -31,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.LedgerHandle;
 import org.apache.bookkeeper.client.PulsarMockBookKeeper;
 import org.apache.bookkeeper.common.util.OrderedExecutor;
 import org.apache.pulsar.metadata.api.MetadataStoreException;
@@ -152,6 +153,12 @@ final class ExplorerHarness {
 
     static int writesInFlight(ManagedCursorImpl cursor) {
         return intField(WRITES_IN_FLIGHT, cursor);
+    }
+
+    /** The cursor ledger's id, -1 when the cursor has none. */
+    static long cursorLedgerId(ManagedCursorImpl cursor) {
+        LedgerHandle lh = cursor.cursorLedger;
+        return lh == null ? -1 : lh.getId();
     }
 
     static boolean dirty(ManagedCursorImpl cursor) {

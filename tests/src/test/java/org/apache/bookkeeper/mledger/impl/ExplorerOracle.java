@@ -54,15 +54,7 @@ final class ExplorerOracle {
     // Everything is released and quiescent: what has not fired by now waits for nothing but a timer (the
     // limiter's scheduled write, 1000 s away at 0.001/s). The grace period bounds the wait.
     void awaitOutcomes() {
-        run.h.settle(run::fingerprint);
-        if (!allFired()) {
-            try {
-                await().atMost(Duration.ofMillis(run.hangMillis)).pollInterval(Duration.ofMillis(5))
-                        .until(this::allFired);
-            } catch (ConditionTimeoutException e) {
-                // reported below
-            }
-        }
+        awaitAllFired();
         // Our limiter may still hold acks (an ack the limiter holds waits for a write that holds it, at worst the
         // scheduled one 1000 s away): those are reported by the held-ack check, not here. Skips and clear-backlog
         // hear no "accepted" (their internal callback does not pass it on), so they count as possibly held too.
@@ -81,6 +73,62 @@ final class ExplorerOracle {
                                 + ", writesInFlight=" + ExplorerHarness.writesInFlight(run.cursor)));
             }
         }
+    }
+
+    private void awaitAllFired() {
+        run.h.settle(run::fingerprint);
+        if (!allFired()) {
+            try {
+                await().atMost(Duration.ofMillis(run.hangMillis)).pollInterval(Duration.ofMillis(5))
+                        .until(this::allFired);
+            } catch (ConditionTimeoutException e) {
+                // reported by the caller
+            }
+        }
+    }
+
+    /**
+     * A drain (every hold released, then a flush): every callback has fired but those of acks our cursor holds
+     * past the record's caps, and our cursor holds no other ack. Unlike the end of a schedule, the limiter's
+     * scheduled write excuses nothing here: the flush wrote the latest state, and an ack that record does not
+     * complete waits for a write no step will cause.
+     */
+    void checkDrained(int step) {
+        awaitAllFired();
+        int pastCap = run.ours && run.plan.durable ? Math.max(0, ExplorerHarness.pastRecordCap(run.cursor)) : 0;
+        List<Integer> pendingAcks = new ArrayList<>();
+        for (int k = 0; k < run.ops.size(); k++) {
+            ExplorerRun.Op op = run.ops.get(k);
+            if (op.thrown || op.fireTick != 0) {
+                continue;
+            }
+            if (isAck(op)) {
+                pendingAcks.add(k);
+            } else {
+                run.violations.add(pendingAfterDrain(k, op, step, pastCap));
+            }
+        }
+        if (pendingAcks.size() > pastCap) {
+            for (int k : pendingAcks) {
+                run.violations.add(pendingAfterDrain(k, run.ops.get(k), step, pastCap));
+            }
+        }
+        int held = run.ours && run.plan.durable ? ExplorerHarness.acceptedNotDurable(run.cursor) : 0;
+        if (held > pastCap) {
+            run.violations.add(new ExplorerRun.Violation("held-after-drain",
+                    "getAcceptedNotDurableCount() = " + held + " with " + pastCap + " past the record caps, after"
+                            + " every hold was released and a flush ran at step " + step + " (dirty="
+                            + ExplorerHarness.dirty(run.cursor) + ", state=" + run.cursor.getState() + ")"));
+        }
+    }
+
+    private ExplorerRun.Violation pendingAfterDrain(int k, ExplorerRun.Op op, int step, int pastCap) {
+        return new ExplorerRun.Violation("pending-after-drain:" + op.s.kind,
+                "#" + k + " step " + op.step + " " + op.label + " was not called back (" + op.status().trim()
+                        + ") after every hold was released and a flush ran at step " + step + "; acks held past"
+                        + " the record caps: " + pastCap + ", state=" + run.cursor.getState() + ", queued="
+                        + ExplorerHarness.queued(run.cursor) + ", writesInFlight="
+                        + ExplorerHarness.writesInFlight(run.cursor));
     }
 
     // Acks a record's caps left out wait for acks below them, which no step sends once the schedule is over: as

@@ -42,6 +42,8 @@ final class ExplorerReport {
                 .append(" cursor, ").append(run.plan.profile == ExplorerStep.Profile.STANDARD ? ""
                         : run.plan.profile.label + " mix, ")
                 .append(run.plan.cap == null ? "" : "record caps " + run.plan.cap + ", ")
+                .append(run.plan.switchAfter == null ? ""
+                        : "cursor ledger rolled over past " + run.plan.switchAfter + " records, ")
                 .append("entries p0..p").append(run.plan.entries - 1).append(")\n");
         for (String line : run.trace) {
             sb.append("  ").append(line).append('\n');

@@ -159,6 +159,8 @@ final class ExplorerRun {
     long ledgerId;
     boolean closeIssued;
     long crashTick = Long.MAX_VALUE;
+    // The cursor ledger last seen (-1: none yet).
+    private long cursorLedgerId = -1;
 
     private final ExplorerInterpreter interpreter;
     private final ExplorerFaults faults;
@@ -232,6 +234,9 @@ final class ExplorerRun {
         if (plan.cap != null) {
             count("schedule.smallCaps");
         }
+        if (plan.switchAfter != null) {
+            count("schedule.ledgerSwitches");
+        }
     }
 
     private ManagedLedgerConfig config() {
@@ -240,6 +245,9 @@ final class ExplorerRun {
             config.setMaxUnackedRangesToPersist(plan.cap);
             config.setMaxUnackedRangesToPersistInMetadataStore(plan.cap);
             config.setMaxBatchDeletedIndexToPersist(plan.cap);
+        }
+        if (plan.switchAfter != null) {
+            config.setMetadataMaxEntriesPerLedger(plan.switchAfter);
         }
         return config;
     }
@@ -275,6 +283,11 @@ final class ExplorerRun {
                 trace.add(i + ": CRASH" + (verbose ? "   [" + report.state() + "]" : ""));
                 return i;
             }
+            if (s.kind == ExplorerStep.Kind.DRAIN) {
+                drain(i);
+                trace.add(i + ": " + s + (verbose ? "   [" + report.state() + "]" : ""));
+                continue;
+            }
             Op op = null;
             try {
                 op = ExplorerFaults.isFault(s.kind) ? faults.apply(i, s) : interpreter.apply(i, s);
@@ -286,6 +299,7 @@ final class ExplorerRun {
                         "step " + i + " " + s + " threw " + t));
             }
             boolean quiet = h.settle(this::fingerprint);
+            countLedgerSwitch();
             String line = i + ": " + s + (op != null ? " #" + ops.indexOf(op) : "") + (quiet ? "" : " (not quiescent)");
             trace.add(verbose ? line + "   [" + report.state() + "]" : line);
         }
@@ -309,6 +323,28 @@ final class ExplorerRun {
         ExplorerOracle.closeQuietly(recoveredLedger);
         oracle.awaitOutcomes();
         return snapshot;
+    }
+
+    // Every hold released and a flush: then only acks held past the record's caps may still wait (the crash after
+    // it would fail whatever else waits, and hide a write that was never going to come).
+    private void drain(int step) {
+        faults.releaseEverything();
+        flushLive();
+        countLedgerSwitch();
+        oracle.checkDrained(step);
+    }
+
+    private void countLedgerSwitch() {
+        if (plan.switchAfter == null) {
+            return;
+        }
+        long id = ExplorerHarness.cursorLedgerId(cursor);
+        if (id >= 0 && cursorLedgerId >= 0 && id != cursorLedgerId) {
+            count("check.cursorLedgerSwitched");
+        }
+        if (id >= 0) {
+            cursorLedgerId = id;
+        }
     }
 
     private Snapshot endWithoutCrash() {

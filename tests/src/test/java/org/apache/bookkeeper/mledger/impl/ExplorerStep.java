@@ -32,11 +32,14 @@ final class ExplorerStep {
     enum Kind {
         MARK_DELETE, MARK_DELETE_PROPERTIES, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP,
         CLEAR_BACKLOG, PUT_PROPERTY, HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD,
-        FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, CRASH
+        FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, DRAIN, CRASH
     }
 
     // One range or batch-indexed entry per record: a second hole passes it.
     static final int SMALL_CAP = 1;
+    // The cursor ledger rolls over once it holds more than this many records, so that writes are issued, held
+    // and failed across a switch: the new ledger's creation, its first record, the metadata-store update.
+    static final int SWITCH_AFTER = 2;
 
     // Relative weights. A non-durable cursor writes nothing: no flush, no cursor property, no write faults,
     // and nothing for a crash to recover.
@@ -65,7 +68,12 @@ final class ExplorerStep {
      * a mark-delete to an even entry carries mark-delete properties, and in a third of them the BookKeeper
      * client refuses its next operation before the first write (the cursor-ledger creation: the cursor falls back
      * to the metadata store); in half of them the cursor record's caps are {@link #SMALL_CAP} (ranges in the
-     * cursor ledger and the metadata store, batch indexes), so that records leave acks out.
+     * cursor ledger and the metadata store, batch indexes), so that records leave acks out; and half of them run
+     * a second time with a {@link Kind#DRAIN} before the crash ({@link Plan#drainVariant}), which checks that
+     * nothing waits for a write that will never come (a crash fails what is still held, and would hide it).
+     *
+     * <p>Across both mixes, a third of the durable cursors roll their cursor ledger over every
+     * {@link #SWITCH_AFTER} + 1 records.
      */
     enum Profile {
         STANDARD("standard"), DURABILITY("durability");
@@ -110,20 +118,38 @@ final class ExplorerStep {
         final int entries;
         // The record caps (null: the defaults).
         final Integer cap;
+        // The cursor ledger's records before it rolls over (null: the default).
+        final Integer switchAfter;
         final List<ExplorerStep> steps;
 
-        Plan(long seed, boolean durable, Profile profile, int entries, Integer cap, List<ExplorerStep> steps) {
+        Plan(long seed, boolean durable, Profile profile, int entries, Integer cap, Integer switchAfter,
+                List<ExplorerStep> steps) {
             this.seed = seed;
             this.durable = durable;
             this.profile = profile;
             this.entries = entries;
             this.cap = cap;
+            this.switchAfter = switchAfter;
             this.steps = steps;
         }
 
         /** The same seed's set-up with other steps (shrinking). */
         Plan withSteps(List<ExplorerStep> other) {
-            return new Plan(seed, durable, profile, entries, cap, other);
+            return new Plan(seed, durable, profile, entries, cap, switchAfter, other);
+        }
+
+        /**
+         * The durability mix, half of its seeds: the same schedule with a {@link Kind#DRAIN} before the crash that
+         * ends it, run besides it (in place of it, a drain would settle what the crash is there to catch in
+         * flight); null for the other seeds.
+         */
+        Plan drainVariant() {
+            if (profile != Profile.DURABILITY || !drainsBeforeCrash(seed)) {
+                return null;
+            }
+            List<ExplorerStep> drained = new ArrayList<>(steps);
+            drained.add(drained.size() - 1, new ExplorerStep(Kind.DRAIN, 0, null, 0));
+            return withSteps(drained);
         }
     }
 
@@ -147,6 +173,25 @@ final class ExplorerStep {
     private static boolean smallCaps(long seed) {
         Random mix = mixRandom(seed);
         mix.nextInt(3);
+        mix.nextInt(3);
+        return mix.nextBoolean();
+    }
+
+    // Any durable cursor: whether its cursor ledger rolls over every few records (the fourth draw).
+    private static boolean ledgerSwitches(long seed) {
+        Random mix = mixRandom(seed);
+        mix.nextInt(3);
+        mix.nextInt(3);
+        mix.nextBoolean();
+        return mix.nextInt(3) == 0;
+    }
+
+    // Durability mix: whether the schedule also runs with a drain before its crash (the fifth draw).
+    private static boolean drainsBeforeCrash(long seed) {
+        Random mix = mixRandom(seed);
+        mix.nextInt(3);
+        mix.nextInt(3);
+        mix.nextBoolean();
         mix.nextInt(3);
         return mix.nextBoolean();
     }
@@ -190,7 +235,8 @@ final class ExplorerStep {
             steps.add(new ExplorerStep(Kind.CRASH, 0, null, 0));
         }
         Integer cap = profile == Profile.DURABILITY && smallCaps(seed) ? SMALL_CAP : null;
-        return new Plan(seed, durable, profile, entries, cap, steps);
+        Integer switchAfter = durable && ledgerSwitches(seed) ? SWITCH_AFTER : null;
+        return new Plan(seed, durable, profile, entries, cap, switchAfter, steps);
     }
 
     private static ExplorerStep step(Kind k, Random rnd, int entries) {
@@ -279,6 +325,8 @@ final class ExplorerStep {
                 return "failNextCursorMetadataPut";
             case FAIL_CREATE:
                 return "bkc.failNow(NotEnoughBookies)";
+            case DRAIN:
+                return "releaseEverything + flush() + everything settled?";
             case CRASH:
                 return "CRASH";
             default:
