@@ -34,8 +34,10 @@ import org.apache.bookkeeper.mledger.PositionFactory;
  * a record then holds more ranges than the range cap and fewer entries, and its ranges and entries together
  * stay within both caps together ({@link #convertEntries}).
  *
- * <p>Ranges are kept as upstream's raw endpoints, lower open and upper closed. Not thread-safe: the cursor
- * reads and replaces it under its write lock, while it serializes a record.
+ * <p>Ranges are kept as upstream's raw endpoints, lower open and upper closed. A pass writes into the array the
+ * pass before it replaced, not a new one: with every ack written at once (no limiter), a record per ack copies
+ * thousands of ranges, and a new array per record was a third of the bytes the ack path allocated. Not
+ * thread-safe: the cursor reads and replaces it under its write lock, while it serializes a record.
  */
 final class RecordPins {
     private static final long[] NONE = new long[0];
@@ -52,6 +54,10 @@ final class RecordPins {
     // The last record's entries acknowledged whole since, found by the record being serialized.
     private long[] converted = NONE;
     private int convertedCount;
+    // Arrays no pin refers to any more, which the next pass writes into. A pass takes its array, so that a pass
+    // left unfinished (an exception while serializing) leaves no array shared with the next one.
+    private long[] spareRanges = NONE;
+    private long[] spareEntries = NONE;
 
     /** The ranges of the record being serialized, in the order the record holds them. */
     Ranges ranges() {
@@ -100,6 +106,22 @@ final class RecordPins {
         return rangeCount + convertedCount;
     }
 
+    private long[] takeSpareRanges(int length) {
+        long[] taken = spareRanges.length >= Math.max(16, length) ? spareRanges : new long[Math.max(16, length)];
+        spareRanges = NONE;
+        return taken;
+    }
+
+    private long[] takeSpareEntries(int length) {
+        long[] taken = spareEntries.length >= Math.max(16, length) ? spareEntries : new long[Math.max(16, length)];
+        spareEntries = NONE;
+        return taken;
+    }
+
+    private static long[] larger(long[] a, long[] b) {
+        return a.length >= b.length ? a : b;
+    }
+
     int rangeCount() {
         return rangeCount;
     }
@@ -130,7 +152,7 @@ final class RecordPins {
     final class Ranges {
         private int next;
         private int nextConverted;
-        private long[] written = new long[Math.max(16, rangeCount * 4)];
+        private long[] written = takeSpareRanges(rangeCount * 4);
         private int writtenCount;
 
         /**
@@ -204,7 +226,14 @@ final class RecordPins {
         }
 
         void done() {
-            ranges = writtenCount == 0 ? NONE : written;
+            long[] replaced = ranges;
+            if (writtenCount == 0) {
+                ranges = NONE;
+                spareRanges = larger(written, replaced);
+            } else {
+                ranges = written;
+                spareRanges = replaced;
+            }
             rangeCount = writtenCount;
         }
     }
@@ -212,7 +241,7 @@ final class RecordPins {
     /** A pass over the entries with batch-index acks, ascending. */
     final class Entries {
         private int next;
-        private long[] written = new long[Math.max(16, entryCount * 2)];
+        private long[] written = takeSpareEntries(entryCount * 2);
         private int writtenCount;
 
         /** Whether the last record held this entry: it must be in this record. */
@@ -246,9 +275,16 @@ final class RecordPins {
         }
 
         void done() {
+            long[] replaced = previousEntries;
             previousEntries = entries;
             previousEntryCount = entryCount;
-            entries = writtenCount == 0 ? NONE : written;
+            if (writtenCount == 0) {
+                entries = NONE;
+                spareEntries = larger(written, replaced);
+            } else {
+                entries = written;
+                spareEntries = replaced;
+            }
             entryCount = writtenCount;
         }
     }

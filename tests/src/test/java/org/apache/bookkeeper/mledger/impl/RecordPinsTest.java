@@ -131,4 +131,53 @@ public class RecordPinsTest {
         assertEquals(pins.ranges().pinnedAhead(), 0);
         assertFalse(pins.anyAbove(PositionFactory.create(3, 0)));
     }
+
+    /**
+     * A pass writes into an array of an earlier pass: never into the pins it reads (the last record's), over
+     * records that grow, shrink to nothing, move, and passes left unfinished.
+     */
+    public void aPassNeverWritesIntoThePinsItReads() {
+        RecordPins pins = lastRecordHeld(2, 3);
+        long[] held = {2};
+        for (int record = 1; record <= 40; record++) {
+            if (record % 5 == 0) {
+                pins.ranges().written(3, 7, 3, 8);
+            }
+            long[] lowers = new long[record % 10 == 0 ? 0 : record % 7 + 1];
+            for (int i = 0; i < lowers.length; i++) {
+                lowers[i] = 1000L * (record % 3) + 10L * i;
+            }
+            RecordPins.Ranges next = pins.ranges();
+            for (long lower : lowers) {
+                write(next, lower, lower + 1);
+            }
+            for (long lower : held) {
+                assertTrue(next.pinned(3, lower, 3, lower + 1), "record " + record + ": (" + lower + ", "
+                        + (lower + 1) + "] held by the last record");
+            }
+            assertEquals(next.pinnedAhead(), 0);
+            next.done();
+            assertEquals(pins.rangeCount(), lowers.length);
+            held = lowers;
+        }
+    }
+
+    public void anEntriesPassNeverWritesIntoTheEntriesItReads() {
+        RecordPins pins = new RecordPins();
+        for (long entry = 1; entry <= 20; entry++) {
+            RecordPins.Entries pass = pins.entries();
+            // Every other record holds no entry: the arrays of the two records before it are spare then.
+            if (entry % 2 == 0) {
+                pass.written(PositionFactory.create(3, 100 - entry));
+            }
+            pass.done();
+            RecordPins.Entries next = pins.entries();
+            next.written(PositionFactory.create(3, entry));
+            next.written(PositionFactory.create(3, entry + 200));
+            assertEquals(next.pinnedAhead(), entry % 2 == 0 ? 1 : 0, "entry " + entry);
+            assertEquals(next.pinned(PositionFactory.create(3, 100 - entry)), entry % 2 == 0, "entry " + entry);
+            next.done();
+            assertTrue(pins.anyAbove(PositionFactory.create(3, entry + 199)), "entry " + entry);
+        }
+    }
 }
