@@ -224,7 +224,7 @@ public class StandaloneKill9Test {
      * Scenario a's traffic: messages consumed at full speed by two subscriptions, every message acked
      * individually on one, every tenth (and the last) cumulatively on the other, each ack waiting for its receipt.
      */
-    private static final class ThrottledAcks {
+    static final class ThrottledAcks {
         static final int MESSAGES = 200;
         static final String SHARED = "shared";
         static final String CUMULATIVE = "cumulative";

@@ -50,6 +50,7 @@ final class ExplorerHarness {
     private static final Field WRITES_IN_FLIGHT = field(ManagedCursorImpl.class, "pendingMarkDeletedSubmittedCount");
     private static final Field IS_DIRTY = field(ManagedCursorImpl.class, "isDirty");
     private static final Field LEDGERS = field(PulsarMockBookKeeper.class, "ledgers");
+    private static final Field MARK_DELETE_QUEUE = ourField("markDeleteQueue");
 
     private final PulsarMockBookKeeper bkc;
     private final FaultInjectionMetadataStore metadataStore;
@@ -109,6 +110,28 @@ final class ExplorerHarness {
             Field f = type.getDeclaredField(name);
             f.setAccessible(true);
             return f;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Field ourField(String name) {
+        try {
+            Field f = ManagedCursorImpl.class.getDeclaredField(name);
+            f.setAccessible(true);
+            return f;
+        } catch (NoSuchFieldException e) {
+            return null; // upstream's jar
+        }
+    }
+
+    /** Whether a reset's record is being written (our jar only: false on upstream's, which has no barrier). */
+    static boolean barrierInFlight(ManagedCursorImpl cursor) {
+        if (MARK_DELETE_QUEUE == null) {
+            return false;
+        }
+        try {
+            return ((MarkDeleteQueue<?>) MARK_DELETE_QUEUE.get(cursor)).isBarrierInFlight();
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(e);
         }

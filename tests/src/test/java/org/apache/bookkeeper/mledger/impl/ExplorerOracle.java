@@ -122,6 +122,26 @@ final class ExplorerOracle {
         }
     }
 
+    /**
+     * After each step: a reset's record is written alone (MarkDeleteQueue#next). Behind an ack write still in
+     * flight it would share that write's fate: failed with it, both fall back to the metadata store with one version,
+     * and the reset fails where it should have been written to a new cursor ledger, an outcome the end-state checks
+     * accept as any failed reset.
+     */
+    void checkBarrierWrittenAlone(int step) {
+        boolean barrier;
+        int inFlight;
+        synchronized (run.cursor.pendingMarkDeleteOps) {
+            barrier = ExplorerHarness.barrierInFlight(run.cursor);
+            inFlight = ExplorerHarness.writesInFlight(run.cursor);
+        }
+        if (barrier && inFlight > 1) {
+            run.violations.add(new ExplorerRun.Violation("barrier-not-alone",
+                    "after step " + step + " a reset's record is in flight with " + (inFlight - 1)
+                            + " other write(s)"));
+        }
+    }
+
     private ExplorerRun.Violation pendingAfterDrain(int k, ExplorerRun.Op op, int step, int pastCap) {
         return new ExplorerRun.Violation("pending-after-drain:" + op.s.kind,
                 "#" + k + " step " + op.step + " " + op.label + " was not called back (" + op.status().trim()

@@ -299,6 +299,7 @@ final class ExplorerRun {
                         "step " + i + " " + s + " threw " + t));
             }
             boolean quiet = h.settle(this::fingerprint);
+            oracle.checkBarrierWrittenAlone(i);
             countLedgerSwitch();
             String line = i + ": " + s + (op != null ? " #" + ops.indexOf(op) : "") + (quiet ? "" : " (not quiescent)");
             trace.add(verbose ? line + "   [" + report.state() + "]" : line);
