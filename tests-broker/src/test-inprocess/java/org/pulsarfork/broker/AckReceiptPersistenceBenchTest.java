@@ -25,7 +25,6 @@ import static org.testng.Assert.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
@@ -42,8 +41,6 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.common.naming.TopicName;
-import org.apache.pulsar.common.policies.data.ClusterData;
-import org.apache.pulsar.common.policies.data.TenantInfoImpl;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.Test;
 
@@ -69,10 +66,7 @@ public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest 
             conf.getProperties().setProperty("ackReceiptWaitsForPersistence", waitsForPersistence);
         }
         internalSetup();
-        admin.clusters().createCluster("test",
-                ClusterData.builder().serviceUrl(pulsar.getWebServiceAddress()).build());
-        admin.tenants().createTenant("fork", new TenantInfoImpl(Set.of(), Set.of("test")));
-        admin.namespaces().createNamespace("fork/ns", Set.of("test"));
+        InProcessNamespace.create(admin, pulsar.getWebServiceAddress());
     }
 
     @AfterMethod(alwaysRun = true)
@@ -89,17 +83,8 @@ public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest 
     @Test(groups = UPSTREAM_BUG, timeOut = 120_000)
     public void anIndividualAckReceiptedIsRecoveredAfterACrash() throws Exception {
         start("true");
-        String topic = "persistent://fork/ns/receipt-individual";
-        try (Consumer<byte[]> consumer = subscribe(topic, SubscriptionType.Shared)) {
-            List<MessageId> ids = publishAndReceive(topic, consumer, 5);
-            createCursorLedger(topic, () -> consumer.acknowledge(ids.get(0)));
-            consumer.acknowledge(ids.get(4));
-            consumer.acknowledgeAsync(ids.get(2)).get(RECEIPT_SECONDS, TimeUnit.SECONDS);
-
-            ManagedCursor recovered = crashAndRecover(topic);
-            assertTrue(recovered.isMessageDeleted(position(ids.get(2))),
-                    "m2's ack was receipted, and the cursor recovered after a crash does not have it");
-        }
+        assertTrue(individualAckReceiptedThenCrash("persistent://fork/ns/receipt-individual"),
+                "m2's ack was receipted, and the cursor recovered after a crash does not have it");
     }
 
     /** Cumulative acks on an Exclusive subscription: m3 acked after m1 took the limiter's permit. */
@@ -127,16 +112,22 @@ public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest 
     @Test(timeOut = 120_000)
     public void withoutTheSettingTheReceiptComesBeforeTheWrite() throws Exception {
         start(null);
-        String topic = "persistent://fork/ns/receipt-default";
+        assertFalse(individualAckReceiptedThenCrash("persistent://fork/ns/receipt-default"),
+                "m2's ack was written within the limiter period of the ack before it");
+    }
+
+    /**
+     * Five messages on a Shared subscription: m0 acked (it creates the cursor ledger), m4 acked (it takes the
+     * limiter's permit), m2 acked and its receipt awaited, then a crash. Returns whether the recovered cursor has
+     * m2's ack.
+     */
+    private boolean individualAckReceiptedThenCrash(String topic) throws Exception {
         try (Consumer<byte[]> consumer = subscribe(topic, SubscriptionType.Shared)) {
             List<MessageId> ids = publishAndReceive(topic, consumer, 5);
             createCursorLedger(topic, () -> consumer.acknowledge(ids.get(0)));
             consumer.acknowledge(ids.get(4));
             consumer.acknowledgeAsync(ids.get(2)).get(RECEIPT_SECONDS, TimeUnit.SECONDS);
-
-            ManagedCursor recovered = crashAndRecover(topic);
-            assertFalse(recovered.isMessageDeleted(position(ids.get(2))),
-                    "m2's ack was written within the limiter period of the ack before it");
+            return crashAndRecover(topic).isMessageDeleted(position(ids.get(2)));
         }
     }
 

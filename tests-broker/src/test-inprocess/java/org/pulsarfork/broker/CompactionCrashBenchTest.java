@@ -19,10 +19,7 @@
 package org.pulsarfork.broker;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
-import java.util.Set;
 import org.apache.pulsar.broker.auth.MockedPulsarServiceBaseTest;
-import org.apache.pulsar.common.policies.data.ClusterData;
-import org.apache.pulsar.common.policies.data.TenantInfoImpl;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
@@ -43,10 +40,7 @@ public class CompactionCrashBenchTest extends MockedPulsarServiceBaseTest {
         // period.
         conf.setManagedLedgerDefaultMarkDeleteRateLimit(0.2);
         internalSetup();
-        admin.clusters().createCluster("test",
-                ClusterData.builder().serviceUrl(pulsar.getWebServiceAddress()).build());
-        admin.tenants().createTenant("fork", new TenantInfoImpl(Set.of(), Set.of("test")));
-        admin.namespaces().createNamespace("fork/ns", Set.of("test"));
+        InProcessNamespace.create(admin, pulsar.getWebServiceAddress());
     }
 
     @AfterMethod(alwaysRun = true)

@@ -107,15 +107,20 @@ final class RecordPins {
     }
 
     private long[] takeSpareRanges(int length) {
-        long[] taken = spareRanges.length >= Math.max(16, length) ? spareRanges : new long[Math.max(16, length)];
+        long[] taken = atLeast(spareRanges, length);
         spareRanges = NONE;
         return taken;
     }
 
     private long[] takeSpareEntries(int length) {
-        long[] taken = spareEntries.length >= Math.max(16, length) ? spareEntries : new long[Math.max(16, length)];
+        long[] taken = atLeast(spareEntries, length);
         spareEntries = NONE;
         return taken;
+    }
+
+    private static long[] atLeast(long[] spare, int length) {
+        int needed = Math.max(16, length);
+        return spare.length >= needed ? spare : new long[needed];
     }
 
     private static long[] larger(long[] a, long[] b) {
