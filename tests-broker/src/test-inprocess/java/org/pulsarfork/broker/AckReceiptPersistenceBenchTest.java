@@ -22,9 +22,12 @@ import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import io.netty.buffer.ByteBuf;
+import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
@@ -40,7 +43,12 @@ import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.SubscriptionType;
+import org.apache.pulsar.client.impl.ClientCnx;
+import org.apache.pulsar.client.impl.ConsumerImpl;
+import org.apache.pulsar.client.impl.PulsarClientImpl;
+import org.apache.pulsar.common.api.proto.CommandAck.AckType;
 import org.apache.pulsar.common.naming.TopicName;
+import org.apache.pulsar.common.protocol.Commands;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.Test;
 
@@ -103,6 +111,33 @@ public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest 
                     "m3's cumulative ack was receipted; the cursor recovered after a crash is at "
                             + recovered.getMarkDeletedPosition());
         }
+    }
+
+    /**
+     * A cumulative ack below the mark-delete position (a late one, after a failover) is answered with success once
+     * that position is durable, not failed as a mark-delete going back. Sent as a raw command: the client itself
+     * sends no cumulative ack below its last one.
+     */
+    @Test(timeOut = 120_000)
+    public void aLateCumulativeAckBelowTheMarkDeletePositionIsAnsweredWithSuccess() throws Exception {
+        start("true");
+        String topic = "persistent://fork/ns/receipt-late-cumulative";
+        try (Consumer<byte[]> consumer = subscribe(topic, SubscriptionType.Exclusive)) {
+            List<MessageId> ids = publishAndReceive(topic, consumer, 3);
+            consumer.acknowledgeCumulative(ids.get(2));
+            MessageIdAdv late = (MessageIdAdv) ids.get(1);
+            ClientCnx cnx = ((ConsumerImpl<byte[]>) consumer).getClientCnx();
+            long requestId = ((PulsarClientImpl) pulsarClient).newRequestId();
+            ByteBuf ack = Commands.newAck(consumerId(consumer), late.getLedgerId(),
+                    late.getEntryId(), null, AckType.Cumulative, null, Map.of(), requestId);
+            cnx.newAckForReceipt(ack, requestId).get(RECEIPT_SECONDS, TimeUnit.SECONDS);
+        }
+    }
+
+    private static long consumerId(Consumer<byte[]> consumer) throws ReflectiveOperationException {
+        Field id = ConsumerImpl.class.getDeclaredField("consumerId");
+        id.setAccessible(true);
+        return id.getLong(consumer);
     }
 
     /**
