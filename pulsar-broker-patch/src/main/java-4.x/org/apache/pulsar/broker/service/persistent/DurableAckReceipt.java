@@ -100,6 +100,9 @@ final class DurableAckReceipt implements MarkDeleteCallback, DeleteCallback {
                 || exception instanceof ManagedLedgerException.BadVersionException) {
             return new BrokerServiceException.ServiceUnitNotReadyException(message, exception);
         }
-        return new BrokerServiceException.PersistenceException(message);
+        // Its constructors take a message or a cause, not both: the client sees the message, the log the cause.
+        BrokerServiceException persistence = new BrokerServiceException.PersistenceException(message);
+        persistence.initCause(exception);
+        return persistence;
     }
 }

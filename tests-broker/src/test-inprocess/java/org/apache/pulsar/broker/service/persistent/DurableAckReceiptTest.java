@@ -21,6 +21,7 @@ package org.apache.pulsar.broker.service.persistent;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertSame;
 import static org.testng.Assert.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
@@ -111,10 +112,13 @@ public class DurableAckReceiptTest {
     }
 
     public void anyOtherWriteFailureAnswersPersistenceError() {
-        callback.deleteFailed(new ManagedLedgerException("bookies unavailable"), null);
+        ManagedLedgerException cause = new ManagedLedgerException("bookies unavailable");
+        callback.deleteFailed(cause, null);
         assertEquals(calls, List.of("deleteFailed false"));
         Throwable error = receipt.handle((v, e) -> e).join();
         assertEquals(BrokerServiceException.getClientErrorCode(new CompletionException(error)),
                 ServerError.PersistenceError);
+        assertEquals(error.getMessage(), "Ack not persisted: bookies unavailable");
+        assertSame(error.getCause(), cause, "the write's failure, for the broker's log");
     }
 }
