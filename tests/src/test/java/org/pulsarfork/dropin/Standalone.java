@@ -136,30 +136,15 @@ final class Standalone {
     }
 
     /**
-     * What {@code bin/pulsar standalone} runs, for a home without it: upstream's starter with our {@code conf/}, and
-     * the JVM options 4.0.8's {@code bin/pulsar} gives it (its OPTS and ZK_OPTS; not the JDK 23+ and native-access
-     * switches, for the Java 17 the tests run on): the broker reads JDK internals for its load report and GC
-     * metrics, Netty and BookKeeper need direct buffers and checksums, ZooKeeper restarts on a snapshot a kill -9
-     * may have left empty.
+     * What {@code bin/pulsar standalone} runs, for a home without it: upstream's starter with our {@code conf/}
+     * ({@link ServerJvm}).
      */
     private List<String> starter() {
-        List<String> java = new ArrayList<>();
-        java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        java.addAll(List.of(MEMORY.split(" ")));
-        for (String open : new String[] {"java.base/java.io", "java.base/java.util.zip",
-                "java.management/sun.management", "jdk.management/com.sun.management.internal", "java.base/java.nio",
-                "java.base/jdk.internal.misc", "java.base/jdk.internal.platform"}) {
-            java.addAll(List.of("--add-opens", open + "=ALL-UNNAMED"));
-        }
-        java.addAll(List.of("-Djava.net.preferIPv4Stack=true", "-Djute.maxbuffer=10485760",
-                "-Dzookeeper.clientTcpKeepAlive=true", "-Dio.netty.tryReflectionSetAccessible=true",
-                "-Dorg.apache.pulsar.shade.io.netty.tryReflectionSetAccessible=true",
-                "-Dzookeeper.4lw.commands.whitelist=*", "-Dzookeeper.snapshot.trust.empty=true",
-                "-Dzookeeper.tcpKeepAlive=true", "-Dlog4j.shutdownHookEnabled=false",
-                "-Dlog4j.configurationFile=conf/log4j2.xml",
-                // Absolute: bin/drop-in recognizes a running broker of this home by its lib/ on the command line.
-                "-cp", "conf" + File.pathSeparator + home.resolve("lib").toAbsolutePath() + File.separator + "*",
-                "org.apache.pulsar.PulsarStandaloneStarter", "--config", "conf/standalone.conf"));
+        List<String> java = ServerJvm.command(home, MEMORY, "conf/log4j2.xml",
+                "org.apache.pulsar.PulsarStandaloneStarter", "--config", "conf/standalone.conf");
+        // conf/ first on the class path, as bin/pulsar puts it.
+        int classPath = java.indexOf("-cp") + 1;
+        java.set(classPath, "conf" + File.pathSeparator + java.get(classPath));
         return java;
     }
 

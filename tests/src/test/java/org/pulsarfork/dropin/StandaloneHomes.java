@@ -73,9 +73,19 @@ final class StandaloneHomes {
     Path home(String jars, String name) throws Exception {
         Path home = hardLinkedCopy(pristine, work.resolve(name));
         if ("ours".equals(jars)) {
-            run(REPO, "bin/drop-in", "install", home.toString(), "--dist", dist.toString());
-            run(REPO, "bin/drop-in", "verify", home.toString(), "--dist", dist.toString());
+            install(home);
         }
         return home;
+    }
+
+    /** {@code bin/drop-in install}, then {@code verify}, on a home whose broker is stopped. */
+    void install(Path home) throws Exception {
+        run(REPO, "bin/drop-in", "install", home.toString(), "--dist", dist.toString());
+        run(REPO, "bin/drop-in", "verify", home.toString(), "--dist", dist.toString());
+    }
+
+    /** {@code bin/drop-in rollback} on a home whose broker is stopped: upstream's jars again. */
+    void rollback(Path home) throws Exception {
+        run(REPO, "bin/drop-in", "rollback", home.toString());
     }
 }
