@@ -19,91 +19,112 @@
 package org.apache.bookkeeper.mledger.impl;
 
 import static org.awaitility.Awaitility.await;
+import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.mledger.ManagedLedger;
+import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.Position;
 import org.testng.annotations.Test;
 
 /**
  * A broker that lost its topic to another broker (paused past its metadata session, say) must not report a
- * cursor write durable once the new owner has recovered the cursor. Recovery opens the cursor ledger, which fences
- * it, and reads the cursor's znode. The old owner's next write to that ledger is refused as fenced; upstream then
- * writes the record to the znode instead, with the version it read before the takeover, and nothing refuses that:
- * the write is reported durable, the new owner never reads it (it delivers those messages again), and the new
- * owner's own next update of the znode fails on the version. Seen on a real 5.0.0-M1 cluster with our jars, where
- * the old owner's close completed 199 acks it held and the new owner delivered all 199 again
- * ({@code ClusterReceiptTest}, scenario b). The new owner here is a second factory over the same metadata store
- * and bookies ({@link #crashAndRecover}). The mock BookKeeper does not fence a ledger its open recovers: the old
- * owner's next cursor-ledger add is refused as a bookie refuses it after that open ({@link #fencedByTheNewOwner}).
+ * cursor write durable once the new owner has recovered the cursor. Recovery fences the cursor ledger (its
+ * recovery open) and reads the cursor's znode; upstream's new owner does not write the znode, so the old owner's
+ * record written there with the version it read before the takeover is accepted: reported durable, never read by
+ * the new owner (which delivers those messages again), and the cause of the new owner's own next update failing
+ * on the version. Seen on a real 5.0.0-M1 cluster with our jars: the old owner's close completed 199 acks it held,
+ * all delivered again by the new owner ({@code ClusterReceiptTest}, scenario b). Ours: the new owner writes the
+ * znode back with the version it read before it recovers, so every such record fails on the version. The new
+ * owner here is a second factory over the same metadata store and bookies ({@link #crashAndRecover}).
  */
 public class CursorFencedByTakeoverBenchTest extends CursorBenchBase {
+    private static final double NO_PERMIT_RATE = 0.001;
 
-    /** The old owner's mark-delete after the takeover fails; the new owner's own writes succeed. */
+    /**
+     * The old owner's write to its fenced cursor ledger fails, and its fallback to the znode too. The mock
+     * BookKeeper does not fence a ledger its recovery open reads: the old owner's add is refused as a bookie
+     * refuses it after that open.
+     */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
-    public void aMarkDeleteAfterTheNewOwnerRecoveredTheCursorIsNotReportedDurable() throws Exception {
-        Scenario s = new Scenario("fenced-mark-delete", false);
+    public void aMarkDeleteToTheFencedCursorLedgerIsNotReportedDurableThroughTheZnode() throws Exception {
+        Scenario s = new Scenario("taken-over-fenced-ledger", false);
         ManagedCursorImpl newOwner = s.crash();
-        fencedByTheNewOwner();
-        CallbackProbe.Outcome old = s.probe.newOutcome("markDelete(p6) on the old owner");
-        s.cursor.asyncMarkDelete(s.p.get(6), s.probe.markDelete(old), null);
-        await().atMost(WAIT).until(old.future::isDone);
-
-        assertFalse(old.succeeded(), "the old owner reported markDelete(p6) durable after the new owner recovered"
-                + " the cursor at p4");
-        assertEquals(old.calls.get(), 1);
-        assertEquals(s.probe.violations, List.of());
+        bkc.failNow(BKException.Code.LedgerFencedException);
+        assertNotDurableOnTheOldOwner(s, old -> s.cursor.asyncMarkDelete(s.p.get(6), s.probe.markDelete(old), null));
         assertNewOwnerWritesAndRecovers(s, newOwner);
     }
 
-    /** The old owner's close after the takeover writes nothing: its held ack is not reported durable. */
+    /** A cursor with no cursor ledger names a new one in the znode: refused too. */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
-    public void theOldOwnersCloseAfterTheNewOwnerRecoveredTheCursorWritesNoRecord() throws Exception {
-        Scenario s = new Scenario("fenced-close", false);
+    public void aNewCursorLedgerOfTheOldOwnerIsNotNamedInTheZnode() throws Exception {
+        Scenario s = new Scenario("taken-over-no-ledger", true);
         ManagedCursorImpl newOwner = s.crash();
-        fencedByTheNewOwner();
-        CallbackProbe.Outcome old = s.probe.newOutcome("delete(p6) on the old owner");
-        s.cursor.asyncDelete(s.p.get(6), s.probe.delete(old), null);
-        await().atMost(WAIT).until(old.future::isDone);
-        try {
-            s.cursor.close();
-        } catch (Exception expected) {
-            // Ours refuses the close's record; upstream writes it. Either way the close itself returns.
-        }
-
-        assertFalse(old.succeeded(), "the old owner reported delete(p6) durable after the new owner recovered the"
-                + " cursor at p4");
-        assertEquals(s.probe.violations, List.of());
+        assertNotDurableOnTheOldOwner(s, old -> s.cursor.asyncDelete(s.p.get(6), s.probe.delete(old), null));
         assertNewOwnerWritesAndRecovers(s, newOwner);
     }
 
-    /** The old owner's cursor properties after the takeover are not written either. */
+    /** The old owner's cursor properties after the takeover are not written. */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
-    public void theOldOwnersCursorPropertiesAfterTheNewOwnerRecoveredTheCursorAreNotWritten() throws Exception {
-        Scenario s = new Scenario("fenced-properties", false);
+    public void theOldOwnersCursorPropertiesAreNotWritten() throws Exception {
+        Scenario s = new Scenario("taken-over-properties", false);
         ManagedCursorImpl newOwner = s.crash();
-        fencedByTheNewOwner();
-        // The old owner learns of the fence from its next cursor-ledger write.
-        CallbackProbe.Outcome old = s.probe.newOutcome("markDelete(p6) on the old owner");
-        s.cursor.asyncMarkDelete(s.p.get(6), s.probe.markDelete(old), null);
-        await().atMost(WAIT).until(old.future::isDone);
         Throwable properties = s.cursor.putCursorProperty("k", "old-owner").handle((v, e) -> e).get();
-
         assertTrue(properties != null, "the old owner wrote a cursor property after the takeover");
         assertNewOwnerWritesAndRecovers(s, newOwner);
     }
 
-    /** The next BookKeeper operation, the old owner's add to its cursor ledger, fails as fenced. */
-    private void fencedByTheNewOwner() {
-        bkc.failNow(BKException.Code.LedgerFencedException);
+    /**
+     * The old owner's close writes the ack it held (throttled: applied, accepted, not durable) straight to the
+     * znode, with no cursor-ledger write before it to learn of a fence: refused, and the ack fails. Fork only: on
+     * upstream the throttled ack completes at once (apache/pulsar#26484).
+     */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void theOldOwnersCloseDoesNotCompleteAHeldAck() throws Exception {
+        String name = "taken-over-close";
+        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig().setThrottleMarkDelete(NO_PERMIT_RATE));
+        ManagedCursorImpl oldOwner = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, oldOwner, 10);
+        markDeleteTakingThePermit(oldOwner, p.get(4), Map.of());
+        CallbackProbe probe = new CallbackProbe(oldOwner);
+        CallbackProbe.Outcome held = probe.newOutcome("delete(p6), throttled");
+        oldOwner.asyncDelete(p.get(6), probe.delete(held), null);
+        await().atMost(WAIT).until(held.accepted::isDone);
+        ManagedCursorImpl newOwner = crashAndRecover(name, "c1");
+        try {
+            oldOwner.close();
+        } catch (Exception expected) {
+            // Its record is refused: the close fails, and with it the ack it held.
+        }
+        await().atMost(WAIT).until(held.future::isDone);
+        assertFalse(held.succeeded(), "the old owner's close reported delete(p6) durable after the takeover");
+        assertEquals(held.calls.get(), 1);
+        assertEquals(probe.violations, List.of());
+        assertEquals(newOwner.getMarkDeletedPosition(), p.get(4));
+        newOwner.markDelete(p.get(5));
+        assertEquals(crashAndRecover(name, "c1").getMarkDeletedPosition(), p.get(5));
+    }
+
+    private static void assertNotDurableOnTheOldOwner(Scenario s,
+            Consumer<CallbackProbe.Outcome> write) {
+        CallbackProbe.Outcome old = s.probe.newOutcome("the old owner's ack");
+        write.accept(old);
+        await().atMost(WAIT).until(old.future::isDone);
+        assertFalse(old.succeeded(), "the old owner reported its ack durable after the new owner recovered the"
+                + " cursor at p4");
+        assertEquals(old.calls.get(), 1);
+        assertEquals(s.probe.violations, List.of());
     }
 
     /**
-     * The new owner's mark-delete (p5) and a property are written (the old owner did not move the znode's version
-     * under it), and a crash after them recovers both.
+     * The new owner's mark-delete (p5) and a property are written (the old owner moved no version under it), and
+     * a crash after them recovers both.
      */
     private void assertNewOwnerWritesAndRecovers(Scenario s, ManagedCursorImpl newOwner) throws Exception {
         assertEquals(newOwner.getMarkDeletedPosition(), s.p.get(4));

@@ -318,9 +318,12 @@ final class ExplorerRun {
         trace.add("stored at the crash: " + oracle.storedRecord());
         Snapshot snapshot = oracle.recover("recovered after a crash at step " + step);
         faults.releaseEverything();
-        // The crashed cursor still runs: a flush settles what its limiter holds (its writes now fail: the
-        // recovery fenced its ledger), so that every callback can be checked.
+        // The crashed cursor still runs, as a broker that lost its topic to the one that recovered it: a flush
+        // settles what its limiter holds, then it closes the topic once it learns so, which fails what its cursor
+        // still holds (on our jars its writes fail on the version the recovery moved), so that every callback can
+        // be checked.
         flushLive();
+        closeLive();
         ExplorerOracle.closeQuietly(recoveredLedger);
         oracle.awaitOutcomes();
         return snapshot;
@@ -361,6 +364,21 @@ final class ExplorerRun {
     private void flushLive() {
         if (plan.durable && !closeIssued) {
             cursor.flush();
+            h.settle(this::fingerprint);
+        }
+    }
+
+    private void closeLive() {
+        if (plan.durable && !closeIssued) {
+            cursor.asyncClose(new AsyncCallbacks.CloseCallback() {
+                @Override
+                public void closeComplete(Object ctx) {
+                }
+
+                @Override
+                public void closeFailed(ManagedLedgerException exception, Object ctx) {
+                }
+            }, null);
             h.settle(this::fingerprint);
         }
     }
