@@ -30,6 +30,7 @@ import java.util.function.Consumer;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerFactoryConfig;
 import org.apache.bookkeeper.mledger.Position;
 import org.testng.annotations.Test;
 
@@ -109,6 +110,35 @@ public class CursorFencedByTakeoverBenchTest extends CursorBenchBase {
         assertEquals(newOwner.getMarkDeletedPosition(), p.get(4));
         newOwner.markDelete(p.get(5));
         assertEquals(crashAndRecover(name, "c1").getMarkDeletedPosition(), p.get(5));
+    }
+
+    /**
+     * A compressed cursor record with properties is recovered, written back as it was read, and recovered again:
+     * its strings are not read from the buffer they were parsed from, which the parse released (4.2, 5.0).
+     */
+    @Test(groups = FORK_ONLY, timeOut = 60_000)
+    public void aCompressedCursorRecordWithPropertiesIsRecoveredAfterItsWriteBack() throws Exception {
+        ManagedLedgerFactoryConfig compressing = new ManagedLedgerFactoryConfig();
+        compressing.setManagedCursorInfoCompressionType("LZ4");
+        List<ManagedLedgerFactoryImpl> factories = List.of(
+                new ManagedLedgerFactoryImpl(metadataStore, bkc, compressing),
+                new ManagedLedgerFactoryImpl(metadataStore, bkc, compressing),
+                new ManagedLedgerFactoryImpl(metadataStore, bkc, compressing));
+        crashFactories.addAll(factories);
+        String name = "compressed-write-back";
+        ManagedLedger ledger = factories.get(0).open(name, config());
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, 10);
+        cursor.markDelete(p.get(4), Map.of("CompactedTopicLedger", 7L));
+        cursor.putCursorProperty("k", "v").get();
+        // The close records the position in the znode itself, compressed, with both kinds of properties.
+        cursor.close();
+        for (ManagedLedgerFactoryImpl next : factories.subList(1, 3)) {
+            ManagedCursorImpl recovered = (ManagedCursorImpl) next.open(name, config()).openCursor("c1");
+            assertEquals(recovered.getMarkDeletedPosition(), p.get(4));
+            assertEquals(recovered.getProperties(), Map.of("CompactedTopicLedger", 7L));
+            assertEquals(recovered.getCursorProperties(), Map.of("k", "v"));
+        }
     }
 
     private static void assertNotDurableOnTheOldOwner(Scenario s,
