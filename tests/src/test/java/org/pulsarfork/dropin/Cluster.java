@@ -310,24 +310,30 @@ final class Cluster implements AutoCloseable {
 
     /**
      * Moves {@code topic}'s bundle to {@code destination} (an unload that names it) and waits until it owns and has
-     * loaded the topic; false when the move was refused or did not happen in {@code atMost}.
+     * loaded the topic; false when the move was refused or did not happen in {@code atMost}. The destination is a
+     * hint to the load manager: a bundle the unloading broker takes back at once is unloaded again, three times at
+     * most within {@code atMost}.
      */
     boolean move(String topic, Broker destination, Duration atMost) throws Exception {
-        Broker owner = owner(brokers.get(0), topic);
-        String bundle = brokers.get(0).get("/lookup/v2/topic/persistent/public/default/" + topic + "/bundle")
-                .replace("\"", "").trim();
-        HttpResponse<String> unload = (owner == null ? destination : owner).send("PUT",
-                "/admin/v2/namespaces/public/default/" + bundle + "/unload?destinationBroker=127.0.0.1:"
-                        + destination.webPort);
-        if (unload.statusCode() / 100 != 2) {
-            return false;
+        Duration attempt = atMost.dividedBy(3);
+        for (int i = 0; i < 3; i++) {
+            Broker owner = owner(brokers.get(0), topic);
+            String bundle = brokers.get(0).get("/lookup/v2/topic/persistent/public/default/" + topic + "/bundle")
+                    .replace("\"", "").trim();
+            HttpResponse<String> unload = (owner == null ? destination : owner).send("PUT",
+                    "/admin/v2/namespaces/public/default/" + bundle + "/unload?destinationBroker=127.0.0.1:"
+                            + destination.webPort);
+            if (unload.statusCode() / 100 != 2) {
+                return false;
+            }
+            try {
+                awaitOwner(destination, topic, attempt);
+                return true;
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                // Taken back by the broker it was unloaded from, or by no one yet: unloaded again.
+            }
         }
-        try {
-            awaitOwner(destination, topic, atMost);
-            return true;
-        } catch (org.awaitility.core.ConditionTimeoutException e) {
-            return false;
-        }
+        return false;
     }
 
     @Override
