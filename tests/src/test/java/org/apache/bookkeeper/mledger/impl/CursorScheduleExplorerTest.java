@@ -273,6 +273,11 @@ public class CursorScheduleExplorerTest extends CursorBenchBase {
                 ExplorerRun run = runOne(variant, name, recovery, harness, ours, replay, tally.coverage, grace);
                 lastProgressNanos = System.nanoTime();
                 report(variant, run, tally, replay, repeat, printedFailures, recovery, harness, ours, hangMillis);
+                if (run.aborted()) {
+                    System.out.printf("explorer: stopped after seed %d, whose cursor thread still runs%n", seed);
+                    tally.ran++;
+                    return tally;
+                }
             }
             tally.ran++;
         }

@@ -126,6 +126,18 @@ final class ExplorerFaults {
         h.dropUntakenAdds();
     }
 
+    /**
+     * Every fault dropped and every held add released, without waiting for quiescence (which takes the queue
+     * monitor): for a thread that waits, under that monitor, for a write the schedule holds.
+     */
+    void releaseHoldsWithoutSettling() {
+        h.dropMetadataFaults();
+        if (h.readsHeld()) {
+            h.releaseReads();
+        }
+        h.releaseAllAdds();
+    }
+
     // Unclaimed faults are dropped first, then the held read, then each held add in order, each followed by
     // quiescence: the end of a schedule is as deterministic as its steps.
     void releaseEverything() {

@@ -161,6 +161,12 @@ final class ExplorerRun {
     long crashTick = Long.MAX_VALUE;
     // The cursor ledger last seen (-1: none yet).
     private long cursorLedgerId = -1;
+    // A durable cursor's ack issued on a second thread that stops before the queue (PARK); null otherwise.
+    private ExplorerParkedAck parkedAck;
+    // A PARK step came: the next ack step is issued on the parking thread.
+    private boolean parkNext;
+    // A thread of the cursor still ran after everything was released: the factory's threads may be stuck too.
+    private boolean aborted;
 
     private final ExplorerInterpreter interpreter;
     private final ExplorerFaults faults;
@@ -189,6 +195,11 @@ final class ExplorerRun {
         return violations;
     }
 
+    /** Whether the schedule ended without its checks: no later schedule on the same factory can be trusted. */
+    boolean aborted() {
+        return aborted;
+    }
+
     /** The steps with each operation's outcome; with {@code verbose}, the cursor's state after each step. */
     String trace() {
         return report.trace();
@@ -200,8 +211,17 @@ final class ExplorerRun {
 
     void run() throws Exception {
         setUp();
-        int crashStep = runSteps();
-        Snapshot snapshot = crashStep >= 0 ? endWithCrash(crashStep) : endWithoutCrash();
+        int crashStep;
+        Snapshot snapshot;
+        try {
+            crashStep = runSteps();
+            snapshot = crashStep >= 0 ? endWithCrash(crashStep) : endWithoutCrash();
+        } catch (Aborted a) {
+            // Its violation is recorded; the cursor's monitor may still be held, so nothing else runs.
+            trace.add("aborted: " + a.getMessage());
+            aborted = true;
+            return;
+        }
         report.outcomes();
         if (snapshot != null) {
             report.snapshot(snapshot);
@@ -218,6 +238,7 @@ final class ExplorerRun {
         if (plan.durable) {
             cursor = (ManagedCursorImpl) ledger.openCursor(CURSOR);
             cursor.setInactive();
+            parkedAck = new ExplorerParkedAck(this, cursor);
         }
         addEntries();
         if (!plan.durable) {
@@ -290,7 +311,9 @@ final class ExplorerRun {
             }
             Op op = null;
             try {
-                op = ExplorerFaults.isFault(s.kind) ? faults.apply(i, s) : interpreter.apply(i, s);
+                op = issueStep(i, s);
+            } catch (Aborted a) {
+                throw a;
             } catch (Throwable t) {
                 if (!ops.isEmpty() && ops.get(ops.size() - 1).step == i) {
                     ops.get(ops.size() - 1).thrown = true;
@@ -307,8 +330,62 @@ final class ExplorerRun {
         return -1;
     }
 
+    private Op issueStep(int i, ExplorerStep s) throws Throwable {
+        switch (s.kind) {
+            case PARK:
+                parkNext = parkedAck != null && !parkedAck.parked();
+                return null;
+            case RELEASE_PARKED:
+                releaseParked("at step " + i);
+                return null;
+            case CLOSE:
+                releaseParked("before the close at step " + i);
+                return interpreter.apply(i, s);
+            case MARK_DELETE:
+            case MARK_DELETE_PROPERTIES:
+            case DELETE:
+            case DELETE_LIST:
+            case BATCH_ACK:
+                if (parkNext) {
+                    parkNext = false;
+                    return parkedAck.issue(i, () -> interpreter.apply(i, s));
+                }
+                return interpreter.apply(i, s);
+            default:
+                return ExplorerFaults.isFault(s.kind) ? faults.apply(i, s) : interpreter.apply(i, s);
+        }
+    }
+
+    private void releaseParked(String when) {
+        if (parkedAck == null) {
+            return;
+        }
+        try {
+            if (!parkedAck.release(when)) {
+                // The thread may wait for a write the schedule holds (under the queue monitor, which settling
+                // takes): the holds go without settling, and a thread that still does not return ends the
+                // schedule without its checks.
+                faults.releaseHoldsWithoutSettling();
+                if (!parkedAck.hungThreadReturned()) {
+                    throw new Aborted();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+        h.settle(this::fingerprint);
+    }
+
+    /** A schedule that cannot go on: a thread of the cursor's still runs after everything was released. */
+    static final class Aborted extends RuntimeException {
+        Aborted() {
+            super("a parked ack's thread did not return after every hold was released", null, false, false);
+        }
+    }
+
     // Adds already held stay held while the second factory recovers (nothing the old cursor does after the crash
-    // can change what was recovered).
+    // can change what was recovered), and so does a parked ack.
     private Snapshot endWithCrash(int step) {
         crashTick = clock.get();
         if (plan.durable && ExplorerHarness.pastRecordCap(cursor) > 0) {
@@ -317,6 +394,7 @@ final class ExplorerRun {
         faults.atCrash();
         trace.add("stored at the crash: " + oracle.storedRecord());
         Snapshot snapshot = oracle.recover("recovered after a crash at step " + step);
+        releaseParked("after the crash");
         faults.releaseEverything();
         // The crashed cursor still runs, as a broker that lost its topic to the one that recovered it: a flush
         // settles what its limiter holds, then it closes the topic once it learns so, which fails what its cursor
@@ -332,6 +410,7 @@ final class ExplorerRun {
     // Every hold released and a flush: then only acks held past the record's caps may still wait (the crash after
     // it would fail whatever else waits, and hide a write that was never going to come).
     private void drain(int step) {
+        releaseParked("by the drain at step " + step);
         faults.releaseEverything();
         flushLive();
         countLedgerSwitch();
@@ -352,6 +431,7 @@ final class ExplorerRun {
     }
 
     private Snapshot endWithoutCrash() {
+        releaseParked("at the end");
         faults.releaseEverything();
         flushLive();
         oracle.awaitOutcomes();

@@ -32,11 +32,14 @@ final class ExplorerStep {
     enum Kind {
         MARK_DELETE, MARK_DELETE_PROPERTIES, DELETE, DELETE_LIST, BATCH_ACK, RESET, FLUSH, THROTTLE, SKIP,
         CLEAR_BACKLOG, PUT_PROPERTY, HOLD_READ, RELEASE_READ, HOLD_ADD, COMPLETE_HELD_ADD, FAIL_HELD_ADD,
-        FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, DRAIN, CRASH
+        FAIL_NEXT_ADD, FAIL_METADATA, FAIL_CREATE, CLOSE, DRAIN, CRASH, PARK, RELEASE_PARKED
     }
 
     // One range or batch-indexed entry per record: a second hole passes it.
     static final int SMALL_CAP = 1;
+    // Parked acks (standard mix, durable cursors): how often an ack is parked, and for how many steps at most.
+    static final int PARK_ONE_IN = 4;
+    static final int PARKED_STEPS_MAX = 4;
     // The cursor ledger rolls over once it holds more than this many records, so that writes are issued, held
     // and failed across a switch: the new ledger's creation, its first record, the metadata-store update.
     static final int SWITCH_AFTER = 2;
@@ -234,9 +237,46 @@ final class ExplorerStep {
         if (profile == Profile.DURABILITY && steps.get(steps.size() - 1).kind != Kind.CRASH) {
             steps.add(new ExplorerStep(Kind.CRASH, 0, null, 0));
         }
+        if (durable && profile == Profile.STANDARD) {
+            steps = withParkedAcks(seed, steps);
+        }
         Integer cap = profile == Profile.DURABILITY && smallCaps(seed) ? SMALL_CAP : null;
         Integer switchAfter = durable && ledgerSwitches(seed) ? SWITCH_AFTER : null;
         return new Plan(seed, durable, profile, entries, cap, switchAfter, steps);
+    }
+
+    /**
+     * The standard mix of a durable cursor, with parked acks: before an ack, one time in {@link #PARK_ONE_IN}, a
+     * {@link Kind#PARK} (the ack runs on a second thread that stops between its apply and the queue) and, one to
+     * {@link #PARKED_STEPS_MAX} steps later, a {@link Kind#RELEASE_PARKED} (a close, the end of the schedule, the
+     * recovery after a crash or the next park release it otherwise). A parked mark-delete to an even entry carries
+     * properties: a later ack may write a record before it reaches the queue. Drawn from a generator of their own,
+     * so that the steps of the seed are those it had without parked acks, with these inserted.
+     */
+    private static List<ExplorerStep> withParkedAcks(long seed, List<ExplorerStep> steps) {
+        Random park = new Random(seed * 0x2545F4914F6CDD1DL + 29);
+        List<ExplorerStep> out = new ArrayList<>();
+        int releaseIn = -1;
+        for (ExplorerStep step : steps) {
+            if (releaseIn == 0) {
+                out.add(new ExplorerStep(Kind.RELEASE_PARKED, 0, null, 0));
+            }
+            releaseIn--;
+            if (releaseIn < 0 && isAck(step.kind) && park.nextInt(PARK_ONE_IN) == 0) {
+                out.add(new ExplorerStep(Kind.PARK, 0, null, 0));
+                if (step.kind == Kind.MARK_DELETE && step.a % 2 == 0) {
+                    step = new ExplorerStep(Kind.MARK_DELETE_PROPERTIES, step.a, null, 0);
+                }
+                releaseIn = 1 + park.nextInt(PARKED_STEPS_MAX);
+            }
+            out.add(step);
+        }
+        return out;
+    }
+
+    static boolean isAck(Kind k) {
+        return k == Kind.MARK_DELETE || k == Kind.MARK_DELETE_PROPERTIES || k == Kind.DELETE
+                || k == Kind.DELETE_LIST || k == Kind.BATCH_ACK;
     }
 
     private static ExplorerStep step(Kind k, Random rnd, int entries) {
@@ -329,6 +369,10 @@ final class ExplorerStep {
                 return "releaseEverything + flush() + everything settled?";
             case CRASH:
                 return "CRASH";
+            case PARK:
+                return "parkNextAck (its thread stops between its apply and the queue)";
+            case RELEASE_PARKED:
+                return "releaseParkedAck";
             default:
                 return null;
         }
