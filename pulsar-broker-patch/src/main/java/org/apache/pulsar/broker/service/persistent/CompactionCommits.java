@@ -82,15 +82,27 @@ final class CompactionCommits {
         }
     }
 
-    /** The commit's mark-delete is durable: the durable state names its view. */
+    /**
+     * The commit's mark-delete is durable: the durable state names its view. On 4.x the compactor does not wait
+     * for its commit's outcome, so commits can be in flight together, and their mark-deletes are issued in the
+     * order their ledgers open: when a later commit failed first and put back the durable view this one now
+     * replaces, this one's view is served again, because the subscription deletes the ledger this commit replaced
+     * next, which may be the one put back. The served view is the durable one only through a put-back or this
+     * method (an install replaces it at once), so the identity check finds exactly that case. Not when no compacted
+     * view was durable: a null view is also what a cleaned compaction subscription serves.
+     */
     void recorded(Commit commit) {
         if (view == null) {
             return;
         }
         synchronized (view) {
             if (durableHorizon == null || commit.horizon.compareTo(durableHorizon) >= 0) {
+                CompletableFuture<CompactedTopicContext> replaced = durableContext;
                 durableHorizon = commit.horizon;
                 durableContext = commit.context;
+                if (replaced != null && view.getCompactedTopicContextFuture() == replaced) {
+                    view.restoreCompactedLedger(replaced, commit.horizon, commit.context);
+                }
             }
         }
     }
