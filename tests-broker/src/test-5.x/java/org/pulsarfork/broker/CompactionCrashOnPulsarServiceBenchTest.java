@@ -19,6 +19,7 @@
 package org.pulsarfork.broker;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
+import org.apache.pulsar.broker.service.MockBookKeeperBroker;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
@@ -51,7 +52,7 @@ public class CompactionCrashOnPulsarServiceBenchTest {
     @Test(groups = UPSTREAM_BUG, timeOut = 180_000)
     public void aCrashAfterTwoCompactionsInOneLimiterPeriodKeepsTheCompactedView() throws Exception {
         new CompactionCrashSteps(broker.admin, broker.client, broker.bookKeeper)
-                .twoCompactionsThenCrash("persistent://fork/ns/compacted", broker.pulsar.getLocalMetadataStore());
+                .twoCompactionsThenCrash("persistent://prop/ns/compacted", broker.pulsar.getLocalMetadataStore());
     }
 
     /**
@@ -63,7 +64,7 @@ public class CompactionCrashOnPulsarServiceBenchTest {
     @Test(groups = UPSTREAM_BUG, timeOut = 180_000)
     public void compactionsUnderALimiterSlowerThanTheCompactorsTimeoutSurviveACrash() throws Exception {
         CompactionCrashSteps steps = new CompactionCrashSteps(broker.admin, broker.client, broker.bookKeeper);
-        steps.useSlowLimiter("fork/ns");
-        steps.twoCompactionsThenCrash("persistent://fork/ns/slow-limiter", broker.pulsar.getLocalMetadataStore());
+        steps.useSlowLimiter("prop/ns");
+        steps.twoCompactionsThenCrash("persistent://prop/ns/slow-limiter", broker.pulsar.getLocalMetadataStore());
     }
 }

@@ -20,6 +20,7 @@ package org.pulsarfork.broker;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import org.apache.pulsar.broker.auth.MockedPulsarServiceBaseTest;
+import org.apache.pulsar.broker.service.DiscardedAckReceiptSteps;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.BeforeMethod;

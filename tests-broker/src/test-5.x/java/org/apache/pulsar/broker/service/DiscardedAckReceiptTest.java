@@ -16,7 +16,7 @@
  * specific language governing permissions and limitations
  * under the License.
  */
-package org.pulsarfork.broker;
+package org.apache.pulsar.broker.service;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import org.apache.pulsar.client.api.PulsarClient;
@@ -25,7 +25,7 @@ import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
 /** 5.0.0-M1 twin of the 4.x in-process DiscardedAckReceiptBenchTest (#23261), on a {@link MockBookKeeperBroker}. */
-public class DiscardedAckReceiptOnPulsarServiceBenchTest {
+public class DiscardedAckReceiptTest {
     private MockBookKeeperBroker broker;
 
     @BeforeMethod(alwaysRun = true)
@@ -44,7 +44,7 @@ public class DiscardedAckReceiptOnPulsarServiceBenchTest {
     public void anAckForAConsumerTheBrokerDoesNotKnowIsAnswered() throws Exception {
         try (PulsarClient client = DiscardedAckReceiptSteps.client(broker.pulsar.getBrokerServiceUrl())) {
             DiscardedAckReceiptSteps.anAckForAConsumerTheBrokerDoesNotKnowIsAnswered(client,
-                    "persistent://fork/ns/discarded-ack");
+                    "persistent://prop/ns/discarded-ack");
         }
     }
 }

@@ -16,7 +16,7 @@
  * specific language governing permissions and limitations
  * under the License.
  */
-package org.pulsarfork.broker;
+package org.apache.pulsar.broker.service;
 
 import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertTrue;
@@ -42,25 +42,25 @@ import org.apache.pulsar.common.protocol.Commands;
  * An ack the broker discards, with a receipt requested (apache/pulsar #23261): the broker finds no consumer for
  * it (closed on the broker during an unload or a transfer, before the client heard of it). Upstream logs it at
  * debug and answers nothing: the client's ack future waits its whole operation timeout and then fails with a
- * timeout, as if the broker were unreachable. Ours answers at once with an error that says the ack was not
+ * timeout, as if the broker were unreachable. It must answer at once with an error that says the ack was not
  * applied; the messages are delivered again.
  */
-final class DiscardedAckReceiptSteps {
+public final class DiscardedAckReceiptSteps {
     // The client's operation timeout, which upstream's silence runs into; the broker's answer comes within
     // milliseconds.
-    static final int OPERATION_TIMEOUT_SECONDS = 5;
+    public static final int OPERATION_TIMEOUT_SECONDS = 5;
     private static final long ANSWER_SECONDS = 4;
 
     private DiscardedAckReceiptSteps() {
     }
 
-    static PulsarClient client(String serviceUrl) throws PulsarClientException {
+    public static PulsarClient client(String serviceUrl) throws PulsarClientException {
         return PulsarClient.builder().serviceUrl(serviceUrl)
                 .operationTimeout(OPERATION_TIMEOUT_SECONDS, TimeUnit.SECONDS).build();
     }
 
     /** An ack with a receipt, on the connection of a live consumer, for a consumer id the broker does not know. */
-    static void anAckForAConsumerTheBrokerDoesNotKnowIsAnswered(PulsarClient client, String topic)
+    public static void anAckForAConsumerTheBrokerDoesNotKnowIsAnswered(PulsarClient client, String topic)
             throws Exception {
         try (Producer<byte[]> producer = client.newProducer().topic(topic).create();
              Consumer<byte[]> consumer = client.newConsumer().topic(topic).subscriptionName("s")

@@ -16,7 +16,7 @@
  * specific language governing permissions and limitations
  * under the License.
  */
-package org.pulsarfork.broker;
+package org.apache.pulsar.broker.service;
 
 import io.netty.channel.EventLoopGroup;
 import java.util.Map;
@@ -40,16 +40,16 @@ import org.apache.pulsar.common.policies.data.TenantInfoImpl;
 import org.apache.pulsar.metadata.api.extended.MetadataStoreExtended;
 
 /**
- * A broker for the 5.0.0-M1 bench, which publishes no pulsar-broker test-jar: a real {@link PulsarService} on an
- * in-memory metadata store, built the way a standalone is, with upstream's {@link PulsarMockBookKeeper}
- * (testmocks) in place of the standalone's local bookie so that "what was durable" can be inspected and
- * recovered; its admin and client, cluster {@code test} and namespace {@code fork/ns}.
+ * A broker for tests that need one without a test base: a real {@link PulsarService} on an in-memory metadata
+ * store, built the way a standalone is, with the {@link PulsarMockBookKeeper} in place of the standalone's local
+ * bookie so that what was durable can be inspected and recovered; its admin and client, cluster {@code test} and
+ * namespace {@code prop/ns}.
  */
-final class MockBookKeeperBroker implements AutoCloseable {
-    final PulsarMockBookKeeper bookKeeper;
-    final PulsarService pulsar;
-    final PulsarAdmin admin;
-    final PulsarClient client;
+public final class MockBookKeeperBroker implements AutoCloseable {
+    public final PulsarMockBookKeeper bookKeeper;
+    public final PulsarService pulsar;
+    public final PulsarAdmin admin;
+    public final PulsarClient client;
     private final OrderedExecutor bookKeeperExecutor;
 
     private MockBookKeeperBroker(OrderedExecutor bookKeeperExecutor, PulsarMockBookKeeper bookKeeper,
@@ -61,8 +61,8 @@ final class MockBookKeeperBroker implements AutoCloseable {
         this.client = client;
     }
 
-    /** Starts a broker with the bench's configuration, then {@code configure}'s changes to it. */
-    static MockBookKeeperBroker start(Consumer<ServiceConfiguration> configure) throws Exception {
+    /** Starts a broker (quorums of one, one bundle a namespace), then {@code configure}'s changes to it. */
+    public static MockBookKeeperBroker start(Consumer<ServiceConfiguration> configure) throws Exception {
         OrderedExecutor executor = OrderedExecutor.newBuilder().numThreads(1).name("mock-bookkeeper").build();
         PulsarMockBookKeeper bookKeeper = new PulsarMockBookKeeper(executor);
         ServiceConfiguration conf = brokerConfig();
@@ -75,8 +75,8 @@ final class MockBookKeeperBroker implements AutoCloseable {
         try {
             admin.clusters().createCluster("test",
                     ClusterData.builder().serviceUrl(pulsar.getWebServiceAddress()).build());
-            admin.tenants().createTenant("fork", new TenantInfoImpl(Set.of(), Set.of("test")));
-            admin.namespaces().createNamespace("fork/ns", Set.of("test"));
+            admin.tenants().createTenant("prop", new TenantInfoImpl(Set.of(), Set.of("test")));
+            admin.namespaces().createNamespace("prop/ns", Set.of("test"));
             return broker;
         } catch (Exception e) {
             broker.close();
@@ -86,7 +86,7 @@ final class MockBookKeeperBroker implements AutoCloseable {
 
     private static ServiceConfiguration brokerConfig() {
         ServiceConfiguration conf = new ServiceConfiguration();
-        String store = "memory:bench-" + UUID.randomUUID();
+        String store = "memory:broker-" + UUID.randomUUID();
         conf.setClusterName("test");
         conf.setMetadataStoreUrl(store);
         conf.setConfigurationMetadataStoreUrl(store);
