@@ -38,38 +38,38 @@ import org.testng.annotations.Test;
  */
 public class CompactionCommitsOrderTest extends CompactionCommitBenchBase {
 
+    private CompactionCommits commits;
+    private long[] ledgers;
+    private CompactionCommits.Commit c1;
+    private CompactionCommits.Commit c2;
+
+    /** Compacted ledger 0 recorded at p1, then ledgers 1 (at p3, c1) and 2 (at p6, c2) installed, in flight. */
+    private void twoCommitsInFlightOverARecordedOne() throws Exception {
+        openCompactionSubscription();
+        commits = new CompactionCommits(compactedTopic);
+        ledgers = new long[] {compactedLedger(), compactedLedger(), compactedLedger()};
+        commits.recorded(commits.install(p.get(1), ledgers[0]));
+        c1 = commits.install(p.get(3), ledgers[1]);
+        c2 = commits.install(p.get(6), ledgers[2]);
+    }
+
     @Test(groups = FORK_ONLY, timeOut = 60_000)
     public void anEarlierCommitRecordedAfterALaterOneFailedIsServed() throws Exception {
-        openCompactionSubscription();
-        CompactionCommits commits = new CompactionCommits(compactedTopic);
-        long zero = compactedLedger();
-        long first = compactedLedger();
-        long second = compactedLedger();
-        CompactionCommits.Commit c0 = commits.install(p.get(1), zero);
-        commits.recorded(c0);
-        CompactionCommits.Commit c1 = commits.install(p.get(3), first);
-        CompactionCommits.Commit c2 = commits.install(p.get(6), second);
-
+        twoCommitsInFlightOverARecordedOne();
         assertTrue(commits.notRecorded(c2), "the failed later commit puts back the durable view");
-        assertServed(p.get(1), zero, "after the later commit failed");
+        assertServed(p.get(1), ledgers[0], "after the later commit failed");
         commits.recorded(c1);
-        assertServed(p.get(3), first, "after the earlier commit was recorded: the subscription deletes ledger "
-                + zero + " (the view that commit replaced) next");
+        assertServed(p.get(3), ledgers[1], "after the earlier commit was recorded: the subscription deletes ledger "
+                + ledgers[0] + " (the view that commit replaced) next");
     }
 
     @Test(groups = FORK_ONLY, timeOut = 60_000)
     public void commitsWhoseOutcomesArriveInOrderServeTheRecordedOne() throws Exception {
-        openCompactionSubscription();
-        CompactionCommits commits = new CompactionCommits(compactedTopic);
-        long first = compactedLedger();
-        long second = compactedLedger();
-        CompactionCommits.Commit c1 = commits.install(p.get(3), first);
-        CompactionCommits.Commit c2 = commits.install(p.get(6), second);
-
+        twoCommitsInFlightOverARecordedOne();
         commits.recorded(c1);
-        assertServed(p.get(6), second, "after the earlier commit was recorded, while the later one is in flight");
+        assertServed(p.get(6), ledgers[2], "after the earlier commit was recorded, while the later one is in flight");
         assertTrue(commits.notRecorded(c2), "the failed later commit puts back the durable view");
-        assertServed(p.get(3), first, "after the later commit failed");
+        assertServed(p.get(3), ledgers[1], "after the later commit failed");
     }
 
     /**
