@@ -152,6 +152,9 @@ def render():
                                                        "`%s`" % pr if pr in exported.values() else pr, files, change]
             out.append("| " + " | ".join(row) + " |")
         out.append("")
+    affected = os.path.join(ROOT, "build", "affected-releases.md")
+    if os.path.exists(affected):
+        out += ["## Affected releases", "", open(affected, encoding="utf-8").read().rstrip("\n"), ""]
     return "\n".join(out)
 
 
