@@ -121,8 +121,7 @@ final class AcceptedNotDurable<T> {
             }
         }
         return removeIf(h -> h.seq <= coveredSeq
-                && h.ack.heldBy(written, writtenProperties, propertiesSeq >= h.seq, markDeleteAfter,
-                        heldUpTo));
+                && h.ack.heldBy(written, writtenProperties, propertiesSeq, h.seq, markDeleteAfter, heldUpTo));
     }
 
     /** Removes and returns the acks applied before the reset whose state change began {@code generation}. */

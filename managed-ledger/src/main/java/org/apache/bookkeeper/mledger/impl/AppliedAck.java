@@ -43,6 +43,11 @@ final class AppliedAck implements MarkDeleteCallback {
     // A mark-delete's own properties (null: it inherits the cursor's, or it is an individual delete).
     private final Map<String, Long> properties;
     final long resetGeneration;
+    // When the properties this ack carries were decided, in the cursor's operation sequence: a mark-delete's own
+    // at its apply, under the cursor's write lock; inherited ones, those of the mark-delete they come from. Two
+    // threads may apply two acks in one order and queue them in the other: dated by its queued op, the older
+    // properties would look newer. -1: not dated, the op's sequence number stands for it.
+    private long propertiesSeq = -1;
 
     private AppliedAck(MarkDeleteCallback delegate, DeleteCallback deleteDelegate, Position first, Position last,
                        Map<String, Long> properties, long resetGeneration) {
@@ -54,13 +59,26 @@ final class AppliedAck implements MarkDeleteCallback {
         this.resetGeneration = resetGeneration;
     }
 
+    /** Under the cursor's write lock, with the ack applied: {@code propertiesSeq} dates its own properties. */
     static AppliedAck markDelete(MarkDeleteCallback delegate, Position position, Map<String, Long> properties,
-                                 long resetGeneration) {
-        return new AppliedAck(delegate, null, null, position, properties, resetGeneration);
+                                 long resetGeneration, long propertiesSeq) {
+        AppliedAck ack = new AppliedAck(delegate, null, null, position, properties, resetGeneration);
+        ack.propertiesSeq = properties != null ? propertiesSeq : -1;
+        return ack;
     }
 
     static AppliedAck individual(DeleteCallback delegate, Position first, Position last, long resetGeneration) {
         return new AppliedAck(null, delegate, first, last, null, resetGeneration);
+    }
+
+    /** Dates the properties this ack inherits, before its op is queued (only the applying thread sees it yet). */
+    void inheritsPropertiesDated(long seq) {
+        propertiesSeq = seq;
+    }
+
+    /** When this ack's properties were decided, or {@code opSeq}, its op's, if that is not known. */
+    long propertiesSeqOr(long opSeq) {
+        return propertiesSeq >= 0 ? propertiesSeq : opSeq;
     }
 
     /** The ack behind a queued operation's callback, or null for the cursor's own writes. */
@@ -87,17 +105,18 @@ final class AppliedAck implements MarkDeleteCallback {
      * the same.</li>
      * </ul>
      * A record at the mark-delete's own position holds its properties if they are the same or the record's
-     * are newer ({@code newerProperties}: those of a mark-delete applied after this one); a record past its
-     * position carries those of a later mark-delete.
+     * are newer ({@code writtenPropertiesSeq}: when they were decided, at or after {@code propertiesSeq}, those
+     * of a mark-delete applied after this one); a record past its position carries those of a later mark-delete.
      */
-    boolean heldBy(Position written, Map<String, Long> writtenProperties, boolean newerProperties,
+    boolean heldBy(Position written, Map<String, Long> writtenProperties, long writtenPropertiesSeq, long opSeq,
                    Position markDeleteAfter, Position heldUpTo) {
         int c = last.compareTo(written);
         if (c < 0) {
             return true;
         }
         if (c == 0) {
-            return properties == null || newerProperties || properties.equals(writtenProperties);
+            return properties == null || writtenPropertiesSeq >= propertiesSeqOr(opSeq)
+                    || properties.equals(writtenProperties);
         }
         return (properties == null || properties.equals(writtenProperties))
                 && serializedBy(written, markDeleteAfter) && (heldUpTo == null || last.compareTo(heldUpTo) <= 0);

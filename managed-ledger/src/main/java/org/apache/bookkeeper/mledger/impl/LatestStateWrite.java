@@ -36,9 +36,15 @@ final class LatestStateWrite implements MarkDeleteCallback {
         this.delegate = delegate;
     }
 
-    /** The sequence number a write's properties date from: its own ({@code seq}) unless it writes the latest state. */
+    /**
+     * The sequence number an op's properties date from: the latest state's for its write, the ack's for an ack
+     * (AppliedAck#propertiesSeqOr), else the op's own ({@code seq}).
+     */
     static long propertiesSeqOf(MarkDeleteCallback callback, long seq) {
-        return callback instanceof LatestStateWrite ? ((LatestStateWrite) callback).propertiesSeq : seq;
+        if (callback instanceof LatestStateWrite) {
+            return ((LatestStateWrite) callback).propertiesSeq;
+        }
+        return callback instanceof AppliedAck ? ((AppliedAck) callback).propertiesSeqOr(seq) : seq;
     }
 
     @Override

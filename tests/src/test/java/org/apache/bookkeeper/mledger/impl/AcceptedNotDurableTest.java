@@ -41,7 +41,7 @@ public class AcceptedNotDurableTest {
     }
 
     private static AppliedAck markDelete(long entryId, long generation) {
-        return AppliedAck.markDelete(null, pos(entryId), null, generation);
+        return AppliedAck.markDelete(null, pos(entryId), null, generation, -1);
     }
 
     private static AppliedAck delete(long first, long last, long generation) {
@@ -103,24 +103,34 @@ public class AcceptedNotDurableTest {
 
     public void aMarkDeleteWithPropertiesIsNotHeldByAnOlderRecordWithOthers() {
         AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
-        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0));
+        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0, 10));
         // Written at 1 with {k=1}, the mark-delete already 6: the position is in the absorbed range only.
         assertEquals(held.heldBy(pos(1), Map.of("k", 1L), 20, 20, pos(1), null), List.of());
         assertEquals(held.heldBy(pos(1), Map.of("k", 6L), 20, 20, pos(1), null), List.of("md@6{k=6}"));
-        held.add("md@7{k=7}", 21, AppliedAck.markDelete(null, pos(7), Map.of("k", 7L), 0));
+        held.add("md@7{k=7}", 21, AppliedAck.markDelete(null, pos(7), Map.of("k", 7L), 0, 21));
         assertEquals(held.heldBy(pos(7), Map.of("k", 1L), 30, 30, pos(7), null), List.of("md@7{k=7}"),
                 "a record at its position or later holds the state that mark-delete left");
     }
 
     public void aMarkDeleteIsHeldByARecordAtItsPositionOnlyWithItsOrNewerProperties() {
         AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
-        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0));
+        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0, 10));
         // A write of p6 issued after it, carrying the properties of a mark-delete at p6 applied before it.
         assertEquals(held.heldBy(pos(6), Map.of("k", 2L), 9, 20, pos(6), null), List.of());
         assertEquals(held.heldBy(pos(6), Map.of("k", 6L), 9, 20, pos(6), null), List.of("md@6{k=6}"));
-        held.add("md@8{k=8}", 21, AppliedAck.markDelete(null, pos(8), Map.of("k", 8L), 0));
+        held.add("md@8{k=8}", 21, AppliedAck.markDelete(null, pos(8), Map.of("k", 8L), 0, 21));
         assertEquals(held.heldBy(pos(8), Map.of("k", 9L), 22, 30, pos(8), null), List.of("md@8{k=8}"),
                 "properties of a mark-delete applied after it supersede its own");
+    }
+
+    public void aMarkDeleteIsDatedByItsApplyNotByItsQueuedOp() {
+        AcceptedNotDurable<String> held = new AcceptedNotDurable<>();
+        // Applied at 5, queued as op 10 (its thread was overtaken): a mark-delete at p6 applied at 7 is newer.
+        held.add("md@6{k=6}", 10, AppliedAck.markDelete(null, pos(6), Map.of("k", 6L), 0, 5));
+        assertEquals(held.heldBy(pos(6), Map.of("k", 4L), 4, 20, pos(6), null), List.of(),
+                "properties decided before its own are older, whatever op carries them");
+        assertEquals(held.heldBy(pos(6), Map.of("k", 7L), 7, 20, pos(6), null), List.of("md@6{k=6}"),
+                "properties decided after its own supersede them, although dated before its op");
     }
 
     public void acksPastTheCapsBeyondTheLimitAreTakenNewestFirst() {

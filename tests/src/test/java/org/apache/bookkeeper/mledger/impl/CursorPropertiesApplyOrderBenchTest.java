@@ -35,6 +35,10 @@ import org.testng.annotations.Test;
  * writes a record there. That record must carry {k=3}, the properties of the newest mark-delete applied: the
  * mark-delete then completes with it (a record past its position), and a crash must recover {k=3}. Upstream, and
  * our jars before the properties were numbered at apply, wrote the older {k=1}.
+ *
+ * <p>And two mark-deletes at one position, applied in one order and queued in the other: the one applied first
+ * reaches the queue after the other was written. Its record must not put its older properties back: upstream, and
+ * our jars while properties were dated by the queued op, recovered them after both were reported durable.
  */
 public class CursorPropertiesApplyOrderBenchTest extends CursorBenchBase {
 
@@ -70,6 +74,39 @@ public class CursorPropertiesApplyOrderBenchTest extends CursorBenchBase {
                     "markDelete(p3, {k=3}) reported durable, then the record at p4 was recovered");
         }
         assertTrue(md3.succeeded(), "markDelete(p3, {k=3}): " + md3.future);
+        assertEquals(probe.violations, List.of());
+    }
+
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void aMarkDeleteQueuedAfterANewerOneAtItsPositionDoesNotWriteBackItsOlderProperties() throws Exception {
+        String name = "properties-queue-order";
+        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig());
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, 10);
+        cursor.markDelete(p.get(1), Map.of("k", 1L));
+        CallbackProbe probe = new CallbackProbe(cursor);
+        CallbackProbe.Outcome md3 = probe.newOutcome("markDelete(p3, {k=3})");
+        MarkDeleteQueueStop stop = MarkDeleteQueueStop.install(cursor);
+        Thread acking = new Thread(() -> {
+            try {
+                cursor.asyncMarkDelete(p.get(3), Map.of("k", 3L), probe.markDelete(md3), null);
+            } finally {
+                stop.done();
+            }
+        }, "acking-p3");
+        stop.arm(acking);
+        acking.start();
+        assertTrue(stop.awaitStopped(acking, 10), "markDelete(p3, {k=3}) stopped between its apply and the queue");
+
+        // Applied after {k=3}, written before it.
+        cursor.markDelete(p.get(3), Map.of("k", 4L));
+        stop.release();
+        acking.join(10_000);
+        await().atMost(WAIT).until(md3.future::isDone);
+
+        assertTrue(md3.succeeded(), "markDelete(p3, {k=3}), superseded at its position: " + md3.future);
+        assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(4L),
+                "markDelete(p3, {k=4}) applied last and reported durable, then {k=3} was written back");
         assertEquals(probe.violations, List.of());
     }
 }

@@ -250,8 +250,10 @@ final class ExplorerStep {
      * {@link Kind#PARK} (the ack runs on a second thread that stops between its apply and the queue) and, one to
      * {@link #PARKED_STEPS_MAX} steps later, a {@link Kind#RELEASE_PARKED} (a close, the end of the schedule, the
      * recovery after a crash or the next park release it otherwise). A parked mark-delete to an even entry carries
-     * properties: a later ack may write a record before it reaches the queue. Drawn from a generator of their own,
-     * so that the steps of the seed are those it had without parked acks, with these inserted.
+     * properties: a later ack may write a record before it reaches the queue. One time in two the next step is a
+     * mark-delete at its position with properties of its own: applied after it, and queued before it. Drawn from a
+     * generator of their own, so that the steps of the seed are those it had without parked acks, with these
+     * inserted.
      */
     private static List<ExplorerStep> withParkedAcks(long seed, List<ExplorerStep> steps) {
         Random park = new Random(seed * 0x2545F4914F6CDD1DL + 29);
@@ -262,14 +264,21 @@ final class ExplorerStep {
                 out.add(new ExplorerStep(Kind.RELEASE_PARKED, 0, null, 0));
             }
             releaseIn--;
+            ExplorerStep atItsPosition = null;
             if (releaseIn < 0 && isAck(step.kind) && park.nextInt(PARK_ONE_IN) == 0) {
                 out.add(new ExplorerStep(Kind.PARK, 0, null, 0));
                 if (step.kind == Kind.MARK_DELETE && step.a % 2 == 0) {
                     step = new ExplorerStep(Kind.MARK_DELETE_PROPERTIES, step.a, null, 0);
+                    if (park.nextInt(2) == 0) {
+                        atItsPosition = new ExplorerStep(Kind.MARK_DELETE_PROPERTIES, step.a, null, 0);
+                    }
                 }
                 releaseIn = 1 + park.nextInt(PARKED_STEPS_MAX);
             }
             out.add(step);
+            if (atItsPosition != null) {
+                out.add(atItsPosition);
+            }
         }
         return out;
     }
