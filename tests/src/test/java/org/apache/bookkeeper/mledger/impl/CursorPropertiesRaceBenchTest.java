@@ -51,12 +51,23 @@ public class CursorPropertiesRaceBenchTest extends CursorBenchBase {
     /**
      * A fresh cursor has no cursor ledger. The property update stops while it copies the record; in
      * between, markDelete(p5) creates the cursor ledger and names it in the metadata store. The update
-     * must not then replace that record with the one it copied.
+     * must not then replace that record with the one it copied. Upstream does in most runs, not in all: what
+     * the metadata store's callbacks do after the release is not gated, and one run in several passed on
+     * upstream's 4.0.8 and 4.2.4. The scenario runs {@link #ATTEMPTS} times, each on a fresh ledger, and
+     * fails at the first attempt that loses the record.
      */
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     @FixedUpstreamIn("5.0.0-M1")
     public void aPropertyUpdateDoesNotWriteBackARecordOlderThanItsVersion() throws Exception {
-        ManagedLedger ledger = factory.open("property-update-races-switch", config());
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            propertyUpdateRacesTheCursorLedgerSwitch("property-update-races-switch-" + attempt);
+        }
+    }
+
+    private static final int ATTEMPTS = 5;
+
+    private void propertyUpdateRacesTheCursorLedgerSwitch(String name) throws Exception {
+        ManagedLedger ledger = factory.open(name, config());
         ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
         List<Position> p = openWithEntries(ledger, cursor, 10);
         ExecutorService updater = Executors.newSingleThreadExecutor();
@@ -73,7 +84,7 @@ public class CursorPropertiesRaceBenchTest extends CursorBenchBase {
             gate.release.complete(null);
             boolean propertyStored = storedOrRefused(update);
 
-            ManagedCursorImpl recovered = crashAndRecover("property-update-races-switch", "c1");
+            ManagedCursorImpl recovered = crashAndRecover(name, "c1");
             assertEquals(recovered.getMarkDeletedPosition(), p.get(5), "markDelete(p5) reported durable, lost in"
                     + " a crash (the property update wrote back the record from before the cursor ledger)");
             if (propertyStored) {
