@@ -44,42 +44,39 @@ public class CursorPropertiesApplyOrderBenchTest extends CursorBenchBase {
 
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aRecordWrittenBeforeAnAppliedMarkDeleteIsQueuedCarriesItsProperties() throws Exception {
-        String name = "properties-apply-order";
-        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig());
-        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
-        List<Position> p = openWithEntries(ledger, cursor, 10);
-        cursor.markDelete(p.get(1), Map.of("k", 1L));
-        CallbackProbe probe = new CallbackProbe(cursor);
-        CallbackProbe.Outcome md3 = probe.newOutcome("markDelete(p3, {k=3})");
-        MarkDeleteQueueStop stop = MarkDeleteQueueStop.install(cursor);
-        Thread acking = new Thread(() -> {
-            try {
-                cursor.asyncMarkDelete(p.get(3), Map.of("k", 3L), probe.markDelete(md3), null);
-            } finally {
-                stop.done();
-            }
-        }, "acking-p3");
-        stop.arm(acking);
-        acking.start();
-        assertTrue(stop.awaitStopped(acking, 10), "markDelete(p3) stopped between its apply and the queue");
-        assertEquals(cursor.getMarkDeletedPosition(), p.get(3), "markDelete(p3) applied");
+        ParkedMarkDelete parked = parkMarkDeleteOfP3("properties-apply-order");
+        assertEquals(parked.cursor.getMarkDeletedPosition(), parked.p.get(3), "markDelete(p3) applied");
 
-        cursor.delete(p.get(4));
-        stop.release();
-        acking.join(10_000);
-        await().atMost(WAIT).until(md3.future::isDone);
+        parked.cursor.delete(parked.p.get(4));
+        parked.release();
 
-        if (md3.succeeded()) {
-            assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(3L),
+        if (parked.md3.succeeded()) {
+            assertEquals(crashAndRecover(parked.name, "c1").getProperties().get("k"), Long.valueOf(3L),
                     "markDelete(p3, {k=3}) reported durable, then the record at p4 was recovered");
         }
-        assertTrue(md3.succeeded(), "markDelete(p3, {k=3}): " + md3.future);
-        assertEquals(probe.violations, List.of());
+        assertTrue(parked.md3.succeeded(), "markDelete(p3, {k=3}): " + parked.md3.future);
+        assertEquals(parked.probe.violations, List.of());
     }
 
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void aMarkDeleteQueuedAfterANewerOneAtItsPositionDoesNotWriteBackItsOlderProperties() throws Exception {
-        String name = "properties-queue-order";
+        ParkedMarkDelete parked = parkMarkDeleteOfP3("properties-queue-order");
+
+        // Applied after {k=3}, written before it.
+        parked.cursor.markDelete(parked.p.get(3), Map.of("k", 4L));
+        parked.release();
+
+        assertTrue(parked.md3.succeeded(), "markDelete(p3, {k=3}), superseded at its position: " + parked.md3.future);
+        assertEquals(crashAndRecover(parked.name, "c1").getProperties().get("k"), Long.valueOf(4L),
+                "markDelete(p3, {k=4}) applied last and reported durable, then {k=3} was written back");
+        assertEquals(parked.probe.violations, List.of());
+    }
+
+    /**
+     * A cursor at p1 with {k=1}, and {@code markDelete(p3, {k=3})} applied on a second thread that stopped before
+     * the queue ({@link MarkDeleteQueueStop}).
+     */
+    private ParkedMarkDelete parkMarkDeleteOfP3(String name) throws Exception {
         ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig());
         ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
         List<Position> p = openWithEntries(ledger, cursor, 10);
@@ -97,16 +94,34 @@ public class CursorPropertiesApplyOrderBenchTest extends CursorBenchBase {
         stop.arm(acking);
         acking.start();
         assertTrue(stop.awaitStopped(acking, 10), "markDelete(p3, {k=3}) stopped between its apply and the queue");
+        return new ParkedMarkDelete(name, cursor, p, probe, md3, stop, acking);
+    }
 
-        // Applied after {k=3}, written before it.
-        cursor.markDelete(p.get(3), Map.of("k", 4L));
-        stop.release();
-        acking.join(10_000);
-        await().atMost(WAIT).until(md3.future::isDone);
+    private static final class ParkedMarkDelete {
+        final String name;
+        final ManagedCursorImpl cursor;
+        final List<Position> p;
+        final CallbackProbe probe;
+        final CallbackProbe.Outcome md3;
+        private final MarkDeleteQueueStop stop;
+        private final Thread acking;
 
-        assertTrue(md3.succeeded(), "markDelete(p3, {k=3}), superseded at its position: " + md3.future);
-        assertEquals(crashAndRecover(name, "c1").getProperties().get("k"), Long.valueOf(4L),
-                "markDelete(p3, {k=4}) applied last and reported durable, then {k=3} was written back");
-        assertEquals(probe.violations, List.of());
+        ParkedMarkDelete(String name, ManagedCursorImpl cursor, List<Position> p, CallbackProbe probe,
+                         CallbackProbe.Outcome md3, MarkDeleteQueueStop stop, Thread acking) {
+            this.name = name;
+            this.cursor = cursor;
+            this.p = p;
+            this.probe = probe;
+            this.md3 = md3;
+            this.stop = stop;
+            this.acking = acking;
+        }
+
+        /** Lets the mark-delete go on to the queue, and waits for its outcome. */
+        void release() throws InterruptedException {
+            stop.release();
+            acking.join(10_000);
+            await().atMost(WAIT).until(md3.future::isDone);
+        }
     }
 }

@@ -22,9 +22,11 @@ import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.Position;
@@ -168,5 +170,31 @@ public class CursorRecordPropertiesBenchTest extends CursorBenchBase {
             assertEquals(q.recoveredK(), Long.valueOf(6L), "markDelete(p6, {k=6}) reported durable at close");
         }
         assertEquals(q.probe.violations, List.of());
+    }
+
+    /**
+     * {@code putProperty} and {@code removeProperty} change the latest state in memory; the next ack's record
+     * carries the change. A property put after a mark-delete was dated as that mark-delete (the latest state keeps
+     * its callback), and a delete then inherited the mark-delete's properties without it.
+     */
+    @Test(timeOut = 60_000)
+    public void aPropertyPutOrRemovedOnTheLatestStateIsWrittenByTheNextAck() throws Exception {
+        assertEquals(recordAfterAChangeAndADelete("properties-put", cursor -> cursor.putProperty("x", 7L)),
+                Map.of("k", 1L, "x", 7L), "putProperty(x) then delete(p2)");
+        assertEquals(recordAfterAChangeAndADelete("properties-remove", cursor -> cursor.removeProperty("k")),
+                Map.of(), "removeProperty(k) then delete(p2)");
+    }
+
+    private Map<String, Long> recordAfterAChangeAndADelete(String name, Predicate<ManagedCursorImpl> change)
+            throws Exception {
+        ManagedLedger ledger = factory.open(name, new ManagedLedgerConfig());
+        ManagedCursorImpl cursor = (ManagedCursorImpl) ledger.openCursor("c1");
+        List<Position> p = openWithEntries(ledger, cursor, 10);
+        // A mutable map: upstream's 4.0.8 removes a property from the latest state's map in place.
+        cursor.markDelete(p.get(1), new HashMap<>(Map.of("k", 1L)));
+        assertTrue(change.test(cursor), "the cursor has a latest state to change");
+        cursor.delete(p.get(2));
+        assertEquals(cursor.getMarkDeletedPosition(), p.get(2));
+        return crashAndRecover(name, "c1").getProperties();
     }
 }
