@@ -54,7 +54,7 @@ fi
 # file swept into a commit), and its header says what, why, which upstream issue, and what it is meant
 # to become upstream. A patch that re-adds a file the sources jar has fails to apply (--forward).
 check_hygiene() {
-  local name=$1 file=$2 paths field
+  local name=$1 file=$2 paths field header
   paths=$(sed -n 's#^diff --git a/\([^ ]*\) b/\([^ ]*\)$#\1\n\2#p' "$file" | sort -u)
   if [ -z "$paths" ]; then
     echo "ERROR: patch $name (series $series_file) changes no file" >&2
@@ -66,8 +66,11 @@ check_hygiene() {
     echo "A patch(1) backup (.orig, .rej) or another file swept into a commit? Remove it from the commit." >&2
     exit 1
   fi
+  # Read whole first: grep -q quitting early would end sed with SIGPIPE, a failure under pipefail once the
+  # header is longer than sed's output buffer.
+  header=$(sed -n '1,/^diff --git /p' "$file")
   for field in 'What:' 'Why:' 'Upstream issue:' 'Upstream intent:'; do
-    if ! sed -n '1,/^diff --git /p' "$file" | grep -q "^$field"; then
+    if ! grep -q "^$field" <<<"$header"; then
       echo "ERROR: patch $name (series $series_file): its header has no '$field' line (README, patch headers)" >&2
       exit 1
     fi
