@@ -212,6 +212,37 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
         assertEquals(t.probe.violations, List.of());
     }
 
+    /**
+     * A reset queued behind a read, then a throttled delete: applied before the reset's state change, the delete must
+     * not carry the reset's properties (none), which the reset installs only once its write is durable. The reset's
+     * write then fails, at the bookie and in the metadata store: the next record must still carry the properties of
+     * markDelete(p1, {k=1}), reported complete before all of it.
+     */
+    @Test(timeOut = 60_000)
+    public void anAckQueuedBehindAResetThatFailsDoesNotWriteTheResetsProperties() throws Exception {
+        Throttled t = new Throttled("ack-behind-failed-reset", "c1", NO_PERMIT_RATE, Map.of("k", 1L));
+        CompletableFuture<Void> read = holdOneRead(t.cursor);
+        CallbackProbe.Outcome reset = t.probe.newOutcome("reset(p5)");
+        t.cursor.asyncResetCursor(t.p.get(5), false, t.probe.reset(reset));
+        await().atMost(WAIT).until(() -> queued(t.cursor) == 1);
+        CallbackProbe.Outcome delete = t.probe.newOutcome("delete(p2)");
+        t.cursor.asyncDelete(t.p.get(2), t.probe.delete(delete), null);
+
+        AtomicBoolean metadataFailed = new AtomicBoolean();
+        metadataStore.failConditional(new MetadataStoreException("injected"),
+                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/c1")
+                        && metadataFailed.compareAndSet(false, true));
+        bkc.failNow(BKException.Code.BookieHandleNotAvailableException);
+        read.complete(null);
+        await().atMost(WAIT).until(reset.future::isDone);
+        assertFalse(reset.succeeded(), "the reset's write failed at the bookie and in the metadata store");
+
+        t.cursor.flush();
+        assertEquals(t.crash().getProperties().get("k"), Long.valueOf(1L),
+                "markDelete(p1, {k=1}) reported durable, then a record with the failed reset's properties");
+        assertEquals(t.probe.violations, List.of());
+    }
+
     @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
     public void failedFlushLeavesTheCursorDirtyAndALaterFlushPersists() throws Exception {
         Throttled t = new Throttled("throttled-flush-fails", "c1", NO_PERMIT_RATE, Map.of());
