@@ -34,11 +34,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.awaitility.core.ConditionTimeoutException;
+import org.awaitility.core.TerminalFailureException;
 
 /**
  * A Pulsar cluster of separate processes on loopback: one ZooKeeper, three bookies and two brokers, each broker from
@@ -50,6 +53,9 @@ import org.apache.pulsar.client.api.PulsarClient;
 final class Cluster implements AutoCloseable {
     static final String NAME = "cluster";
     private static final Duration START = Duration.ofSeconds(180);
+    /** ZooKeeper, three bookies, then a broker and web port per broker: the range from cluster.port.base. */
+    private static final int PORTS = 20;
+    private static final int LOG_LINES = 30;
     private static final String LOG_CONFIG = Commands.REPO.resolve("standalone-home/conf/log4j2.xml").toString();
     private static final Pattern BROKER_URL = Pattern.compile("\"brokerUrl\"\\s*:\\s*\"pulsar://[^:]+:(\\d+)\"");
     private static final HttpClient HTTP = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
@@ -121,6 +127,16 @@ final class Cluster implements AutoCloseable {
             Path log = dir.resolve(name + ".log");
             return Files.isRegularFile(log) ? Files.readString(log) : "";
         }
+
+        /** The last {@code lines} lines of its log, for a failure message. */
+        String logTail(int lines) {
+            try {
+                List<String> all = log().lines().toList();
+                return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+            } catch (IOException e) {
+                return "(log not readable: " + e + ")";
+            }
+        }
     }
 
     /** A broker: its home (its jar set), ports and settings. */
@@ -175,7 +191,8 @@ final class Cluster implements AutoCloseable {
      */
     Cluster(Path dir, List<String[]> brokerHomes, String brokerSettings) throws Exception {
         this.dir = Files.createDirectories(dir);
-        int base = Integer.getInteger("cluster.port.base", 46600);
+        int base = Integer.getInteger("cluster.port.base", 27600);
+        outsideTheEphemeralRange(base, base + PORTS - 1);
         this.zkPort = free(base);
         this.serverHome = Path.of(brokerHomes.get(0)[1]);
         Path zk = Files.createDirectories(dir.resolve("zookeeper"));
@@ -255,10 +272,8 @@ final class Cluster implements AutoCloseable {
     /** Starts a stopped broker again and waits until it serves its admin API. */
     void startBroker(Broker broker) throws Exception {
         broker.start();
-        await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions().until(() -> {
-            assertTrue(broker.alive(), broker.name + " exited; see " + broker.dir.resolve(broker.name + ".log"));
-            return broker.send("GET", "/admin/v2/brokers/health").statusCode() == 200;
-        });
+        awaitUp(broker, Duration.ofSeconds(1),
+                () -> broker.send("GET", "/admin/v2/brokers/health").statusCode() == 200);
     }
 
     List<Broker> brokers() {
@@ -329,7 +344,7 @@ final class Cluster implements AutoCloseable {
             try {
                 awaitOwner(destination, topic, attempt);
                 return true;
-            } catch (org.awaitility.core.ConditionTimeoutException e) {
+            } catch (ConditionTimeoutException e) {
                 // Taken back by the broker it was unloaded from, or by no one yet: unloaded again.
             }
         }
@@ -354,13 +369,44 @@ final class Cluster implements AutoCloseable {
     }
 
     private static void awaitListening(Server server, int port) {
-        await().atMost(START).pollInterval(Duration.ofMillis(500)).ignoreExceptions().until(() -> {
-            assertTrue(server.alive(), server.name + " exited; see " + server.dir.resolve(server.name + ".log"));
+        awaitUp(server, Duration.ofMillis(500), () -> {
             try (Socket socket = new Socket()) {
                 socket.connect(new InetSocketAddress("127.0.0.1", port), 1000);
                 return true;
             }
         });
+    }
+
+    /**
+     * Waits until {@code server} is {@code up}; fails at once when its process exits, and after {@link #START}
+     * otherwise, each time with the end of its log in the message (CI shows the message, not the log).
+     */
+    private static void awaitUp(Server server, Duration poll, Callable<Boolean> up) {
+        try {
+            await().atMost(START).pollInterval(poll).ignoreExceptions()
+                    .failFast(server.name + " exited", () -> !server.alive()).until(up);
+        } catch (ConditionTimeoutException | TerminalFailureException e) {
+            throw new AssertionError(server.name + (server.alive() ? " did not come up in " + START : " exited")
+                    + "; the end of " + server.dir.resolve(server.name + ".log") + ":\n" + server.logTail(LOG_LINES),
+                    e);
+        }
+    }
+
+    /**
+     * Fails when a port of the range is one the kernel may hand out to an outgoing connection: such a port can be
+     * taken between the check that it is free and the bind of the server that listens on it.
+     */
+    private static void outsideTheEphemeralRange(int first, int last) throws IOException {
+        Path range = Path.of("/proc/sys/net/ipv4/ip_local_port_range");
+        if (!Files.isReadable(range)) {
+            return;
+        }
+        // readAllLines, not readString: a /proc file reports size 0, and readString then returns its first byte.
+        String[] bounds = Files.readAllLines(range).get(0).trim().split("\\s+");
+        int low = Integer.parseInt(bounds[0]);
+        int high = Integer.parseInt(bounds[1]);
+        assertTrue(last < low || first > high, "the cluster's ports " + first + "-" + last + " (-Dcluster.port.base)"
+                + " overlap the kernel's ephemeral ports " + low + "-" + high + " (" + range + ")");
     }
 
     /** {@code port}, when nothing listens there: the range is fixed, so a clash is an error, not a retry. */

@@ -128,11 +128,11 @@ final class Standalone {
         // A test JVM that exits without reaching kill9() (a timeout, an interrupted build) must not leave a broker.
         Process started = process;
         Runtime.getRuntime().addShutdownHook(new Thread(started::destroyForcibly, "kill-standalone"));
-        await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions().until(() -> {
-            assertTrue(process.isAlive(), "standalone exited; see " + log);
-            return HTTP.send(request("/admin/v2/namespaces/public/default").GET().build(),
-                    HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
-        });
+        // failFast, not an assertion in the condition: ignoreExceptions would turn an exit into a START timeout.
+        await().atMost(START).pollInterval(Duration.ofSeconds(1)).ignoreExceptions()
+                .failFast("standalone exited; see " + log, () -> !process.isAlive())
+                .until(() -> HTTP.send(request("/admin/v2/namespaces/public/default").GET().build(),
+                        HttpResponse.BodyHandlers.ofString()).statusCode() == 200);
     }
 
     /**
