@@ -54,7 +54,11 @@ public class ManagedCursorThrottledMarkDeleteTest extends ManagedCursorAckPathTe
             ManagedLedger ledger = factory.open(name, config);
             this.cursor = (ManagedCursorImpl) ledger.openCursor(cursorName);
             this.p = addEntries(ledger, cursor, 10);
-            cursor.markDelete(p.get(1), properties);
+            // An asynchronous mark-delete, as a consumer's ack: the limiter is for those, and a fresh one grants
+            // its first request, so this one is written before the test starts.
+            Recorded first = new Recorded(cursor);
+            cursor.asyncMarkDelete(p.get(1), properties, first, null);
+            first.done.get(10, TimeUnit.SECONDS);
         }
     }
 
