@@ -17,10 +17,12 @@
 # specific language governing permissions and limitations
 # under the License.
 #
-# build/upstream_export.py export OUT_DIR [--sources DIR]
-# build/upstream_export.py verify OUT_DIR --classpath CP [--sources DIR]
+# build/upstream_export.py export OUT_DIR [--sources DIR] [--line LINE]
+# build/upstream_export.py verify OUT_DIR --classpath CP [--sources DIR] [--line LINE]
 # (run by the upstream-pr module of the 5.0.0-M1 build and by bin/export-upstream-pr; DIR holds the
-# three -sources jars, default: the local Maven repository)
+# three -sources jars, default: the local Maven repository). LINE is 5.0.0-M1 (the PRs against master,
+# the default) or a backport line, 4.2.4 or 4.0.8: the PRs prs.conf backports there ("backport"), made of
+# that line's patches, on its sources and checked against its jars; "5.0.0-M1" below then reads LINE.
 #
 # export: the upstream pull requests of upstream-pr/prs.conf as git format-patch series in
 # apache/pulsar's repository layout. An upstream-shaped git tree is built from the 5.0.0-M1
@@ -32,7 +34,8 @@
 # The author of every commit is the one `git config` gives (user.name, user.email).
 #
 # verify: builds the same upstream tree again, applies every exported series with `git am -3`,
-# compiles, per PR, the main files the PR's tree changes (with their subclasses and the users in their
+# compiles every commit of each PR on its own (the main files it changes and their dependents), then,
+# at the PR's tip, the main files the PR's tree changes (with their subclasses and the users in their
 # packages) and every test file against the upstream 5.0.0-M1 jars (CP: their dependencies and the test
 # bases: managed-ledger's MockedBookKeeperTestCase from the 4.2.4 test-jar, as 5.0.0-M1 publishes none),
 # and runs the tests with TestNG (plain, without upstream's build listeners): every reproducer must fail on
@@ -52,7 +55,9 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINE = "5.0.0-M1"
+# The line the PRs are exported for: 5.0.0-M1 (master's), or a backport line (--line 4.2.4, --line 4.0.8).
+MAIN_LINE = "5.0.0-M1"
+LINE = MAIN_LINE
 CONF = os.path.join(ROOT, "upstream-pr", "prs.conf")
 M2 = os.path.expanduser(os.environ.get("M2_REPO", "~/.m2/repository"))
 SOURCES_DIR = None
@@ -62,7 +67,7 @@ MODULES = {
     "pulsar-client-patch": ("pulsar-client", "pulsar-client-original"),
     "pulsar-broker-patch": ("pulsar-broker", "pulsar-broker"),
 }
-BASE_AUTHOR = "Apache Pulsar 5.0.0-M1 sources <dev@pulsar.apache.org>"
+BASE_AUTHOR = "Apache Pulsar %s sources <dev@pulsar.apache.org>"
 BASE_DATE = "2026-01-01T00:00:00+00:00"
 
 
@@ -85,8 +90,17 @@ class PullRequest:
         self.name = name
         self.title = section["title"]
         self.stacked_on = section.get("stacked-on", "").strip() or None
-        self.patches = section.get("patches", "").split()
-        self.new_classes = section.get("new-classes", "").split()
+        # patches name 5.0.0-M1's series; a backport line takes its own list (patches-4.0.8, or patches-4.x for
+        # both 4.x lines) or, without one, the patches of the same names in its series.
+        own = section.get("patches-" + LINE) or (section.get("patches-4.x") if LINE.startswith("4.") else None)
+        if LINE == MAIN_LINE:
+            self.patches = section.get("patches", "").split()
+        elif own:
+            self.patches = own.split()
+        else:
+            self.patches = [same_patch_on_line(ref) for ref in section.get("patches", "").split()]
+        self.new_classes = (section.get("new-classes-" + LINE) or (section.get("new-classes-4.x") if LINE.startswith(
+            "4.") else None) or section.get("new-classes", "")).split()
         # A test is a file under upstream-pr/<pr>/ at its upstream path, or UPSTREAM_PATH=FORK_PATH: one of the
         # fork's own tests (FORK_PATH from the repository's root), exported with upstream's test group.
         self.fork_sources = {}
@@ -96,6 +110,12 @@ class PullRequest:
         # Test bases and helpers of the PR's tests: compiled with them, not run.
         self.support = self.test_paths(section.get("test-support", ""))
         self.pip = section.get("pip", "").strip() or None
+        # One commit for the PR's patches: the changes share new classes whose intermediate versions a
+        # commit per patch would need, and do not exist apart.
+        self.squash = section.getboolean("squash", fallback=False)
+        # Changes to upstream tests that the checked tree does not hold (no test sources are published):
+        # diffs under upstream-pr/<pr>/, copied next to the series.
+        self.test_changes = section.get("test-changes", "").split()
 
     def test_paths(self, entries):
         paths = []
@@ -121,24 +141,49 @@ def load_prs():
     parser = configparser.ConfigParser(interpolation=None)
     with open(CONF) as f:
         parser.read_file(f)
-    prs = [PullRequest(name, parser[name]) for name in parser.sections()]
+    names = [name for name in parser.sections()
+             if LINE == MAIN_LINE or LINE in parser[name].get("backport", "").split()]
+    if not names:
+        fail("%s: no PR has a backport to %s" % (CONF, LINE))
+    prs = [PullRequest(name, parser[name]) for name in names]
     names = set()
     for pr in prs:
         if pr.stacked_on and pr.stacked_on not in names:
-            fail("%s: stacked-on %s must be a PR listed before it in %s" % (pr.name, pr.stacked_on, CONF))
+            fail("%s: stacked-on %s must be a PR listed before it in %s (on %s: with a backport there)" % (
+                pr.name, pr.stacked_on, CONF, LINE))
         names.add(pr.name)
     return prs
 
 
-def patch_file(ref):
-    """managed-ledger/0001 -> the first patch of that module's 5.0.0-M1 series (its own, or a shared one)."""
+def series(module, line):
+    with open(os.path.join(ROOT, module, "patches", line, "series")) as f:
+        return [row.split("#", 1)[0].strip() for row in f if row.split("#", 1)[0].strip()]
+
+
+def patch_file(ref, line=None):
+    """managed-ledger/0001 -> the first patch of that module's series on the line (its own, or a shared one)."""
+    line = line or LINE
     module, number = ref.split("/")
-    folder = os.path.join(ROOT, module, "patches", LINE)
-    with open(os.path.join(folder, "series")) as f:
-        names = [row.split("#", 1)[0].strip() for row in f if row.split("#", 1)[0].strip()]
+    names = series(module, line)
     if not number.isdigit() or not 1 <= int(number) <= len(names):
-        fail("%s: %s names no patch of %s/patches/%s/series (%d patches)" % (CONF, ref, module, LINE, len(names)))
-    return module, os.path.normpath(os.path.join(folder, names[int(number) - 1]))
+        fail("%s: %s names no patch of %s/patches/%s/series (%d patches)" % (CONF, ref, module, line, len(names)))
+    return module, os.path.normpath(os.path.join(ROOT, module, "patches", line, names[int(number) - 1]))
+
+
+def patch_name(path):
+    """0005-Cursor-reset-....patch and ../shared/Cursor-reset-....patch -> Cursor-reset-...: one change's name
+    across the lines' series."""
+    return re.sub(r"^\d{4}-", "", os.path.basename(path))[:-len(".patch")]
+
+
+def same_patch_on_line(ref):
+    """A 5.0.0-M1 patch reference -> the reference of the patch of the same name in LINE's series."""
+    module, path = patch_file(ref, MAIN_LINE)
+    names = [patch_name(entry) for entry in series(module, LINE)]
+    if patch_name(path) not in names:
+        fail("%s: %s (%s) has no patch of that name in %s/patches/%s/series: give the PR a patches-%s list" % (
+            CONF, ref, patch_name(path), module, LINE, LINE))
+    return "%s/%04d" % (module, names.index(patch_name(path)) + 1)
 
 
 def author():
@@ -163,7 +208,7 @@ def git_env(name, email):
 
 
 def build_upstream_tree(work):
-    """A git repository holding the 5.0.0-M1 sources of the three modules at their upstream paths."""
+    """A git repository holding the line's sources of the three modules at their upstream paths."""
     os.makedirs(work)
     for folder, artifact in MODULES.values():
         name = "%s-%s-sources.jar" % (artifact, LINE)
@@ -178,12 +223,12 @@ def build_upstream_tree(work):
                     with open(target, "wb") as out:
                         out.write(z.read(member))
     # Upstream's lombok.config is not in any -sources jar; 5.0.0-M1's classes show what its @CustomLog
-    # declares (a static io.github.merlimat.slog.Logger from Logger.get(Class)).
+    # declares (a static io.github.merlimat.slog.Logger from Logger.get(Class)); 4.x uses none.
     with open(os.path.join(work, "lombok.config"), "w") as f:
         f.write("config.stopBubbling = true\n"
                 "lombok.log.custom.declaration = io.github.merlimat.slog.Logger "
                 "io.github.merlimat.slog.Logger.get(TYPE)\n")
-    name, email = BASE_AUTHOR.split(" <")
+    name, email = (BASE_AUTHOR % LINE).split(" <")
     env = git_env(name, email[:-1])
     env.update(GIT_AUTHOR_DATE=BASE_DATE, GIT_COMMITTER_DATE=BASE_DATE)
     run(["git", "init", "-q", "-b", "upstream"], cwd=work)
@@ -211,8 +256,8 @@ def new_class_source(ref):
     ref, _, commit = ref.partition("@")
     module, rel = ref.split("/", 1)
     path = os.path.join(module, "src/main/java", rel)
-    # A class only the 5.x line ships lives in the module's src/main/java-5.x.
-    line_only = os.path.join(module, "src/main/java-5.x", rel)
+    # A class only one family of lines ships lives in the module's src/main/java-5.x or java-4.x.
+    line_only = os.path.join(module, "src/main/java-%s" % ("5.x" if LINE.startswith("5.") else "4.x"), rel)
     if not commit and not os.path.exists(os.path.join(ROOT, path)) and os.path.exists(os.path.join(ROOT, line_only)):
         path = line_only
     if commit:
@@ -230,6 +275,8 @@ def new_class_source(ref):
 # Patch headers speak of the fork in places; upstream reads these words instead.
 REWORDS = [
     (" (ours)", ""),
+    ("(our managed-ledger's accepted-not-durable signal)",
+     "(the accepted-not-durable signal of the managed-ledger change of this PR)"),
     ("with our managed-ledger", "with the managed-ledger change of this PR"),
     ("With our managed-ledger", "With the managed-ledger change of this PR"),
     ("through our AppliedMarkDelete", "through AppliedMarkDelete (new class)"),
@@ -243,6 +290,7 @@ REWORDS = [
     ("found by the schedule explorer", "found by a randomized exploration of the cursor's schedules"),
     ("by the schedule explorer", "by a randomized exploration of the cursor's schedules"),
     ("4.0.8 seed 1949", "on 4.0.8"),
+    ("4.0.8 seed 247, once in a clean-clone CI run", "once, on 4.0.8"),
     ("in one benchmark fork of", "in one microbenchmark run of"),
 ]
 # Words that only make sense inside the fork: a header or added code line that still has one fails the export.
@@ -347,7 +395,7 @@ def commit_pr(work, pr, env, scratch):
             fail("%s: %s does not apply to the upstream %s tree:\n%s%s" % (
                 pr.name, ref, LINE, result.stdout, result.stderr))
         # The new classes go in with the PR's first patch of their module, which is the first to use them
-        # (the check compiles only the PR's tip, not each commit).
+        # (the check compiles every commit: a PR whose patches need other versions of them is squashed).
         classes = pending_classes.pop(module, [])
         for rel, content in classes:
             target = os.path.join(work, MODULES[module][0], "src/main/java", rel)
@@ -359,6 +407,8 @@ def commit_pr(work, pr, env, scratch):
         run(["git", "commit", "-q", "--amend", "--reset-author", "-m", message], cwd=work, env=env)
     if pending_classes:
         fail("%s: new classes of %s, but no patch of that module" % (pr.name, ", ".join(pending_classes)))
+    if pr.squash:
+        squash(work, base, pr, env)
     tests = pr.all_tests()
     if tests:
         for rel in tests:
@@ -385,6 +435,20 @@ def commit_pr(work, pr, env, scratch):
     return base
 
 
+def squash(work, base, pr, env):
+    """The PR's commits as one: its title, then each commit's subject and reason as a list item."""
+    hashes = run(["git", "rev-list", "--reverse", "%s..HEAD" % base], cwd=work).stdout.split()
+    items = []
+    for commit in hashes:
+        subject, _, body = run(["git", "log", "-1", "--format=%B", commit], cwd=work).stdout.partition("\n")
+        subject = re.sub(r"^(\[[a-z]+\])+ ", "", subject.strip())
+        lines = ["* " + subject] + ["  " + line if line.strip() else "" for line in body.strip().splitlines()]
+        items.append("\n".join(lines).rstrip())
+    message = "%s\n\n%s\n" % (line_title(pr.title), "\n\n".join(items))
+    run(["git", "reset", "-q", "--soft", base], cwd=work)
+    run(["git", "commit", "-q", "-m", message], cwd=work, env=env)
+
+
 def export(out_dir):
     prs = load_prs()
     name, email = author()
@@ -406,6 +470,11 @@ def export(out_dir):
             write_description(pr, target, commits)
             if pr.pip:
                 shutil.copyfile(os.path.join(ROOT, pr.pip), os.path.join(target, "pip.md"))
+            for change in pr.test_changes:
+                source = os.path.join(pr.folder(), change)
+                if not os.path.isfile(source):
+                    fail("%s: test change %s does not exist" % (pr.name, source))
+                shutil.copyfile(source, os.path.join(target, os.path.basename(change)))
             count = len(glob.glob(os.path.join(target, "*.patch")))
             print("%s: %d patch(es), based on %s -> %s" % (pr.name, count, base, target))
 
@@ -424,15 +493,35 @@ def clear_out_dir(out_dir):
             shutil.rmtree(folder)
 
 
+def backport_branch():
+    """4.0.8 -> branch-4.0: the branch a backport PR targets."""
+    return "branch-" + ".".join(LINE.split(".")[:2])
+
+
+def line_title(title):
+    """The PR's title on LINE: a backport carries its branch after the tags, as upstream's backport PRs do."""
+    if LINE == MAIN_LINE:
+        return title
+    tags, _, text = title_tag(title)
+    return "%s[%s] %s" % (tags, backport_branch(), text)
+
+
 def write_description(pr, target, commits):
     with open(os.path.join(pr.folder(), "description.md")) as f:
         body = f.read()
-    header = "# %s\n\n" % pr.title
+    header = "# %s\n\n" % line_title(pr.title)
+    if LINE != MAIN_LINE:
+        header += ("Backport to `%s` (checked on the %s sources) of the PR of the same name against master; the "
+                   "description below is that PR's.\n\n" % (backport_branch(), LINE))
     if pr.stacked_on:
         header += ("This PR is stacked on `%s` (exported next to this one; replace the name by its upstream PR "
                    "link once it is opened): review and merge that one first. Only the commits listed below "
                    "belong to this PR.\n\n" % pr.stacked_on)
     header += "Commits:\n\n%s\n" % commits
+    if "- [x] Make sure that the change passes the CI checks." in body \
+            or "### Matching PR in forked repository" not in body:
+        fail("%s/description.md: upstream's template leaves \"passes the CI checks\" for the author to tick "
+             "and has a \"Matching PR in forked repository\" section" % pr.folder())
     if body.count(VERIFICATION_START) != 1 or body.count(VERIFICATION_END) != 1 \
             or body.index(VERIFICATION_START) > body.index(VERIFICATION_END):
         fail("%s/description.md needs one %s ... %s section for the check's results" % (
@@ -496,17 +585,29 @@ def checkout_tree(work, ref, into):
 
 
 def javac(sources, classpath, out, what):
+    error = javac_errors(sources, classpath, out)
+    if error:
+        fail("%s does not compile:\n%s" % (what, error[-12000:]))
+
+
+def javac_errors(sources, classpath, out):
+    """Compiles sources into out; returns javac's output when they do not compile, else None."""
     os.makedirs(out, exist_ok=True)
     if not sources:
-        return
+        return None
     argfile = out + ".args"
     with open(argfile, "w") as f:
         # Quoted: a temporary folder may have spaces in its path.
         f.write("\n".join('"%s"' % p.replace("\\", "\\\\") for p in sources) + "\n")
     result = run(["javac", "--release", "17", "-nowarn", "-parameters", "-encoding", "UTF-8",
                   "-cp", classpath, "-d", out, "@" + argfile], check=False)
-    if result.returncode != 0:
-        fail("%s does not compile:\n%s%s" % (what, result.stdout[-6000:], result.stderr[-6000:]))
+    return None if result.returncode == 0 else result.stdout + result.stderr
+
+
+def main_sources_of(work, ref, tree_dir):
+    """The main files ref changes and those that depend on them, as paths in tree_dir (ref checked out)."""
+    changed = changed_main_sources(work, ref)
+    return changed, [os.path.join(tree_dir, p) for p in changed + dependent_main_sources(tree_dir, changed)]
 
 
 def build_tree(work, ref, tree_dir, classpath, overlay, tests_from=None):
@@ -518,8 +619,7 @@ def build_tree(work, ref, tree_dir, classpath, overlay, tests_from=None):
         os.makedirs(os.path.dirname(os.path.join(tree_dir, rel)), exist_ok=True)
         with open(os.path.join(tree_dir, rel), "w") as f:
             f.write(content)
-    changed = changed_main_sources(work, ref)
-    main = [os.path.join(tree_dir, p) for p in changed + dependent_main_sources(tree_dir, changed)]
+    changed, main = main_sources_of(work, ref, tree_dir)
     main_out = os.path.join(tree_dir, "target-main")
     javac(main, classpath, main_out, "%s (main classes the tree changes, and those that name them)" % ref)
     cp = main_out + os.pathsep + classpath
@@ -634,6 +734,34 @@ class PrCheck:
             self.failures.append("%s: tests that do not pass on the patched tree: %s" % (
                 pr.name, ", ".join(other) or "(no test ran)"))
 
+    def check_commits(self):
+        """Every commit of the PR compiles on its own (what it changes in the main sources and what depends
+        on that): a reviewer, a bisect or a revert sees each one. The tip is compiled, with the tests, by
+        check_patched."""
+        commits = run(["git", "rev-list", "--reverse", "%s..%s" % (self.base, self.pr.name)],
+                      cwd=self.work).stdout.split()
+        broken = []
+        for index, commit in enumerate(commits[:-1], 1):
+            same_main = run(["git", "diff", "--quiet", commit, self.pr.name, "--", "*/src/main/java/*"],
+                            cwd=self.work, check=False).returncode == 0
+            if same_main:
+                continue  # its main sources are the tip's, which check_patched compiles
+            tree_dir = os.path.join(self.tmp, "commit-%s-%d" % (self.pr.name, index))
+            checkout_tree(self.work, commit, tree_dir)
+            _, main = main_sources_of(self.work, commit, tree_dir)
+            error = javac_errors(main, self.classpath, os.path.join(tree_dir, "target-main"))
+            shutil.rmtree(tree_dir, ignore_errors=True)
+            if error:
+                subject = run(["git", "log", "-1", "--format=%s", commit], cwd=self.work).stdout.strip()
+                first = next((l for l in error.splitlines() if ": error: " in l), error.strip()[:200])
+                broken.append("%04d %s" % (index, subject))
+                self.details.append("DOES NOT COMPILE: commit %04d (%s): %s" % (
+                    index, subject, first.rsplit("/src/main/java/", 1)[-1]))
+        self.summary.insert(1, "%d of %d commit(s) compile on their own" % (
+            len(commits) - len(broken), len(commits)))
+        if broken:
+            self.failures.append("%s: commits that do not compile: %s" % (self.pr.name, "; ".join(broken)))
+
     def check_reproducers(self):
         pr = self.pr
         if not pr.reproducers:
@@ -684,6 +812,8 @@ class PrCheck:
 # A reproducer reproduces its bug when it fails on an assertion (TestNG's Assert throws AssertionError); a
 # timeout, a setup failure or a reflection error of the test's own is not a reproduction.
 REPRODUCING_FAILURES = ("AssertionError",)
+# The managed-ledger test-jar each line's check takes its test base from (5.0.0-M1 publishes none).
+TEST_JAR_LINE = {MAIN_LINE: "4.2.4"}
 VERIFICATION_START = "<!-- verification -->"
 VERIFICATION_END = "<!-- /verification -->"
 
@@ -700,8 +830,10 @@ def record_verification(out_dir, check):
     head, _, rest = body.partition(VERIFICATION_START)
     _, _, tail = rest.partition(VERIFICATION_END)
     block = ("%s\nChecked by `bin/export-upstream-pr` on the %s sources (%s; test base: managed-ledger's "
-             "`MockedBookKeeperTestCase` from the 4.2.4 test-jar, as 5.0.0-M1 publishes none; plain TestNG):"
+             "`MockedBookKeeperTestCase` from the %s test-jar%s; plain TestNG):"
              "\n\n```\n%s\n```\n%s" % (VERIFICATION_START, LINE, "passed" if not check.failures else "FAILED",
+                                       TEST_JAR_LINE.get(LINE, LINE),
+                                       ", as 5.0.0-M1 publishes none" if LINE == MAIN_LINE else "",
                                        report, VERIFICATION_END))
     with open(path, "w") as f:
         f.write(head + block + tail)
@@ -717,6 +849,7 @@ def verify(out_dir, classpath):
         for pr in prs:
             check = PrCheck(prs, pr, work, tmp, classpath)
             check.apply(out_dir, env)
+            check.check_commits()
             check.check_patched()
             check.check_reproducers()
             print(check.report(), flush=True)
@@ -735,13 +868,18 @@ def main():
     e = sub.add_parser("export")
     e.add_argument("out_dir")
     e.add_argument("--sources")
+    e.add_argument("--line", default=MAIN_LINE)
     v = sub.add_parser("verify")
     v.add_argument("out_dir")
     v.add_argument("--classpath", required=True)
     v.add_argument("--sources")
+    v.add_argument("--line", default=MAIN_LINE)
     args = parser.parse_args()
-    global SOURCES_DIR
+    global SOURCES_DIR, LINE
     SOURCES_DIR = os.path.abspath(args.sources) if args.sources else None
+    LINE = args.line
+    if not os.path.isdir(os.path.join(ROOT, "managed-ledger", "patches", LINE)):
+        fail("--line %s: no such line (managed-ledger/patches/%s)" % (LINE, LINE))
     if args.command == "export":
         export(os.path.abspath(args.out_dir))
     else:

@@ -100,6 +100,17 @@ public abstract class ManagedCursorAckPathTestBase extends MockedBookKeeperTestC
         return (int) f.get(cursor);
     }
 
+    /** The cursor's lock (a private field on branch-4.0, protected later). */
+    private static ReentrantReadWriteLock cursorLock(ManagedCursorImpl cursor) {
+        try {
+            Field f = ManagedCursorImpl.class.getDeclaredField("lock");
+            f.setAccessible(true);
+            return (ReentrantReadWriteLock) f.get(cursor);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The cursor as a broker restarted after a crash recovers it: nothing was closed. */
     protected ManagedCursorImpl crashAndRecover(String ledgerName, String cursorName, ManagedLedgerConfig config)
             throws Exception {
@@ -132,7 +143,7 @@ public abstract class ManagedCursorAckPathTestBase extends MockedBookKeeperTestC
             if (Thread.holdsLock(cursor.pendingMarkDeleteOps)) {
                 violations.add("called back under the pendingMarkDeleteOps monitor");
             }
-            ReentrantReadWriteLock lock = (ReentrantReadWriteLock) cursor.lock;
+            ReentrantReadWriteLock lock = cursorLock(cursor);
             if (lock.isWriteLockedByCurrentThread() || lock.getReadHoldCount() > 0) {
                 violations.add("called back under the cursor lock");
             }
