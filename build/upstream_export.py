@@ -116,6 +116,9 @@ class PullRequest:
         # Changes to upstream tests that the checked tree does not hold (no test sources are published):
         # diffs under upstream-pr/<pr>/, copied next to the series.
         self.test_changes = section.get("test-changes", "").split()
+        # What a backport changes or adds against the PR on master, for its description.
+        self.backport_differences = (section.get("backport-differences-" + LINE) or (
+            section.get("backport-differences-4.x") if LINE.startswith("4.") else None) or "").strip()
 
     def test_paths(self, entries):
         paths = []
@@ -329,7 +332,10 @@ def upstream_test_groups(text, rel):
     if group is None:
         fail("%s: no upstream test group known for %s (TEST_GROUPS)" % (CONF, rel))
     text = re.sub(r"^import static org\.pulsarfork\.bench\.BenchGroups\.\w+;\n", "", text, flags=re.M)
-    return re.sub(r"groups = (?:BenchGroups\.)?(?:FORK_ONLY|UPSTREAM_BUG)\b", 'groups = "%s"' % group, text)
+    text = re.sub(r"groups = (?:BenchGroups\.)?(?:FORK_ONLY|UPSTREAM_BUG)\b", 'groups = "%s"' % group, text)
+    # Upstream's CI runs a module's tests by group: a test without one would never run there.
+    text = re.sub(r"@Test\((?![^)]*\bgroups\b)", '@Test(groups = "%s", ' % group, text)
+    return re.sub(r"@Test\b(?!\()", '@Test(groups = "%s")' % group, text)
 
 
 SCOPES = {"managed-ledger": "ml", "pulsar-broker-patch": "broker", "pulsar-client-patch": "client"}
@@ -376,10 +382,7 @@ def upstream_message(message, pr_title, module):
 def commit_pr(work, pr, env, scratch):
     base = pr.stacked_on or "upstream"
     run(["git", "checkout", "-q", "-b", pr.name, base], cwd=work)
-    pending_classes = {}
-    for ref in pr.new_classes:
-        module, rel, path = new_class_source(ref)
-        pending_classes.setdefault(module, []).append((rel, path))
+    classes_at = classes_by_patch(pr)
     for ref in pr.patches:
         module, path = patch_file(ref)
         with open(path) as f:
@@ -394,10 +397,7 @@ def commit_pr(work, pr, env, scratch):
         if result.returncode != 0:
             fail("%s: %s does not apply to the upstream %s tree:\n%s%s" % (
                 pr.name, ref, LINE, result.stdout, result.stderr))
-        # The new classes go in with the PR's first patch of their module, which is the first to use them
-        # (the check compiles every commit: a PR whose patches need other versions of them is squashed).
-        classes = pending_classes.pop(module, [])
-        for rel, content in classes:
+        for rel, content in classes_at.get(ref, []):
             target = os.path.join(work, MODULES[module][0], "src/main/java", rel)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w") as f:
@@ -405,8 +405,6 @@ def commit_pr(work, pr, env, scratch):
             run(["git", "add", target], cwd=work)
         message = upstream_message(run(["git", "log", "-1", "--format=%B"], cwd=work).stdout, pr.title, module)
         run(["git", "commit", "-q", "--amend", "--reset-author", "-m", message], cwd=work, env=env)
-    if pending_classes:
-        fail("%s: new classes of %s, but no patch of that module" % (pr.name, ", ".join(pending_classes)))
     if pr.squash:
         squash(work, base, pr, env)
     tests = pr.all_tests()
@@ -433,6 +431,41 @@ def commit_pr(work, pr, env, scratch):
                         % ", ".join(os.path.basename(t)[:-5] for t in pr.unverified))
         run(["git", "commit", "-q", "-m", message], cwd=work, env=env)
     return base
+
+
+def classes_by_patch(pr):
+    """The PR's new classes, each with the first of the PR's patches of its module that names it, or names a
+    new class that names it (the check compiles every commit); one named by none goes with the module's
+    first patch. A PR whose patches need other versions of them is squashed."""
+    classes = {}
+    for ref in pr.new_classes:
+        module, rel, content = new_class_source(ref)
+        classes[os.path.basename(rel)[:-5]] = (module, rel, content)
+    at = {}
+    placed = set()
+    for ref in pr.patches:
+        module, path = patch_file(ref)
+        with open(path) as f:
+            names = f.read()
+        wanted = [n for n, c in classes.items() if c[0] == module and n not in placed]
+        # A class named by the patch, or by a class that goes in with it.
+        grew = True
+        while grew:
+            grew = False
+            for name in wanted:
+                if name not in placed and re.search(r"\b%s\b" % name, names):
+                    placed.add(name)
+                    names += classes[name][2]
+                    at.setdefault(ref, []).append(classes[name][1:])
+                    grew = True
+    for name, (module, rel, content) in classes.items():
+        if name in placed:
+            continue
+        first = next((ref for ref in pr.patches if ref.startswith(module + "/")), None)
+        if first is None:
+            fail("%s: new class %s of %s, but no patch of that module" % (pr.name, rel, module))
+        at.setdefault(first, []).append((rel, content))
+    return at
 
 
 def squash(work, base, pr, env):
@@ -513,15 +546,18 @@ def write_description(pr, target, commits):
     if LINE != MAIN_LINE:
         header += ("Backport to `%s` (checked on the %s sources) of the PR of the same name against master; the "
                    "description below is that PR's.\n\n" % (backport_branch(), LINE))
+        if pr.backport_differences:
+            header += "Differences from the PR on master: %s\n\n" % " ".join(pr.backport_differences.split())
     if pr.stacked_on:
         header += ("This PR is stacked on `%s` (exported next to this one; replace the name by its upstream PR "
                    "link once it is opened): review and merge that one first. Only the commits listed below "
                    "belong to this PR.\n\n" % pr.stacked_on)
     header += "Commits:\n\n%s\n" % commits
     if "- [x] Make sure that the change passes the CI checks." in body \
-            or "### Matching PR in forked repository" not in body:
+            or "### Matching PR in forked repository" not in body or "PR in forked repository:" not in body:
         fail("%s/description.md: upstream's template leaves \"passes the CI checks\" for the author to tick "
-             "and has a \"Matching PR in forked repository\" section" % pr.folder())
+             "and has a \"Matching PR in forked repository\" section with its \"PR in forked repository:\" "
+             "line" % pr.folder())
     if body.count(VERIFICATION_START) != 1 or body.count(VERIFICATION_END) != 1 \
             or body.index(VERIFICATION_START) > body.index(VERIFICATION_END):
         fail("%s/description.md needs one %s ... %s section for the check's results" % (
