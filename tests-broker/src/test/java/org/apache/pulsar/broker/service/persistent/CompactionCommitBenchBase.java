@@ -82,12 +82,16 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
 
         // The cursor-ledger add fails, and so does the fallback to the metadata store that follows it.
         bookKeeper.addEntryFailAfter(0, BKException.Code.BookieHandleNotAvailableException);
-        cursorStore.failConditional(new MetadataStoreException("test: the metadata store refuses the cursor"),
-                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/" + COMPACTION));
+        metadataStoreRefusesTheCompactionCursor();
         commit(p.get(6), second);
         awaitOutcome(1);
         assertServed(p.get(3), first, "after the compaction cursor failed to record compacted ledger " + second);
         return first;
+    }
+
+    protected void metadataStoreRefusesTheCompactionCursor() {
+        cursorStore.failConditional(new MetadataStoreException("test: the metadata store refuses the cursor"),
+                (op, path) -> op == FaultInjectionMetadataStore.OperationType.PUT && path.endsWith("/" + COMPACTION));
     }
 
     protected void openCompactionSubscription() throws Exception {

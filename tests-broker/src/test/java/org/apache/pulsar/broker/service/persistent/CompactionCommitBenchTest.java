@@ -20,8 +20,18 @@ package org.apache.pulsar.broker.service.persistent;
 
 import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.client.AddEntryGate;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.mledger.AsyncCallbacks.ResetCursorCallback;
 import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.Position;
 import org.apache.pulsar.compaction.Compactor;
 import org.testng.annotations.Test;
 
@@ -59,5 +69,46 @@ public class CompactionCommitBenchTest extends CompactionCommitBenchBase {
                 + " is past the compacted view the broker serves (up to " + p.get(3) + ")");
         assertEquals(recovered.getProperties().get(Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY), Long.valueOf(first),
                 "after the next compaction's seek and a crash, the compacted ledger the compaction cursor names");
+    }
+
+    /**
+     * The next compaction starts while the previous commit's write is in flight (on 4.x the compactor does not wait
+     * for its ack): its seek keeps the compaction cursor's state, which holds that commit, and queues behind the
+     * write. The write fails: the seek must not record the failed commit.
+     */
+    @Test(groups = UPSTREAM_BUG, timeOut = 60_000)
+    public void theNextCompactionsSeekQueuedBehindACommitThatFailsDoesNotRecordIt() throws Exception {
+        openCompactionSubscription();
+        long first = compactedLedger();
+        long second = compactedLedger();
+        commit(p.get(3), first);
+        awaitOutcome(0);
+
+        CompletableFuture<Void> commitWrite = AddEntryGate.holdNextAdd(bookKeeper);
+        metadataStoreRefusesTheCompactionCursor();
+        commit(p.get(6), second);
+        CompletableFuture<Position> seek = new CompletableFuture<>();
+        compactionCursor.asyncResetCursor(p.get(0), false, new ResetCursorCallback() {
+            @Override
+            public void resetComplete(Object ctx) {
+                seek.complete((Position) ctx);
+            }
+
+            @Override
+            public void resetFailed(ManagedLedgerException exception, Object ctx) {
+                seek.completeExceptionally(exception);
+            }
+        });
+        assertFalse(seek.isDone(), "the seek must wait for the commit's write in flight");
+        commitWrite.completeExceptionally(new BKException.BKBookieHandleNotAvailableException());
+        awaitOutcome(1);
+
+        // Its outcome first (either), then what is served and durable, then how the seek ended.
+        seek.handle((position, failure) -> null).get(10, TimeUnit.SECONDS);
+        assertServed(p.get(3), first, "after the commit failed with the next compaction's seek queued behind it");
+        assertDurable(recoverCompactionCursor(), p.get(3), first,
+                "a crash, after the next compaction's seek queued behind the failed commit");
+        ExecutionException refused = expectThrows(ExecutionException.class, seek::get);
+        assertTrue(refused.getCause() instanceof ManagedLedgerException, "the seek failed with " + refused.getCause());
     }
 }
