@@ -74,11 +74,9 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
      * at p6 fails at the bookies: the broker must serve {@code first} at p3 again. Returns {@code first}.
      */
     protected long secondCommitFailsAtTheBookies() throws Exception {
-        openCompactionSubscription();
-        long first = compactedLedger();
-        long second = compactedLedger();
-        commit(p.get(3), first);
-        awaitOutcome(0);
+        long[] ledgers = firstCommitRecorded();
+        long first = ledgers[0];
+        long second = ledgers[1];
 
         // The cursor-ledger add fails, and so does the fallback to the metadata store that follows it.
         bookKeeper.addEntryFailAfter(0, BKException.Code.BookieHandleNotAvailableException);
@@ -87,6 +85,19 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
         awaitOutcome(1);
         assertServed(p.get(3), first, "after the compaction cursor failed to record compacted ledger " + second);
         return first;
+    }
+
+    /**
+     * Opens the compaction subscription and records a first compacted ledger at p3. Returns it and a second one,
+     * not recorded yet.
+     */
+    protected long[] firstCommitRecorded() throws Exception {
+        openCompactionSubscription();
+        long first = compactedLedger();
+        long second = compactedLedger();
+        commit(p.get(3), first);
+        awaitOutcome(0);
+        return new long[] {first, second};
     }
 
     protected void metadataStoreRefusesTheCompactionCursor() {
@@ -146,6 +157,11 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
     protected void commit(Position position, long compactedLedgerId) {
         compactorSubscription.acknowledgeMessage(List.of(position), AckType.Cumulative,
                 Map.of(Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY, compactedLedgerId));
+    }
+
+    /** Waits until the subscription has issued the compaction cursor's mark-delete #index. */
+    protected void awaitIssued(int index) {
+        await().atMost(WAIT).until(() -> outcomes.size() > index);
     }
 
     protected void awaitOutcome(int index) throws Exception {
