@@ -90,6 +90,40 @@ def exported_prs():
     return where
 
 
+def upstream_idioms():
+    """Where an exported PR's code differs from the drop-in patch: its upstream-idioms diffs, with their headers."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(os.path.join(ROOT, "upstream-pr", "prs.conf"))
+    rows = []
+    for name in parser.sections():
+        main_only = parser[name].get("upstream-idioms-main-only", "").split()
+        for entry in parser[name].get("upstream-idioms", "").split():
+            ref, _, diff = entry.partition(":")
+            text = open(os.path.join(ROOT, "upstream-pr", name, diff), encoding="utf-8").read()
+            if "diff --git " not in text:
+                raise SystemExit("upstream-pr/%s/%s holds no diff" % (name, diff))
+            header = " ".join(text[:text.index("diff --git ")].split())
+            what = re.search(r"What: (.*?)(?= Why[^:]*:| Commit note:| Folded into:|$)", header)
+            why = re.search(r"Why[^:]*: (.*?)(?= Commit note:| Folded into:|$)", header)
+            rows.append("| `%s` | %s | %s | `%s` | %s | %s |" % (
+                name, ref, "5.0.0-M1" if diff in main_only else "5.0.0-M1, 4.2.4, 4.0.8", diff,
+                (what.group(1) if what else "**missing**").replace("|", "\\|"),
+                (why.group(1) if why else "**missing**").replace("|", "\\|")))
+    if not rows:
+        return []
+    return ["## Where the exported PRs differ from the drop-in patches", "",
+            "The drop-in jars link with upstream's other jars, which they do not replace, and keep one source of a",
+            "new class for the three lines; the exported PRs change the whole tree and take upstream's idioms there.",
+            "Each difference is a diff under `upstream-pr/<pr>/` (`upstream-idioms` in `prs.conf`; the patch numbers",
+            "are 5.0.0-M1's) that the export folds into the commit of the patch named. The drop-in code is built and",
+            "tested by the bench (`bin/run-tests`). The exported code is compiled at every commit by the export's",
+            "check (5.0.0-M1 in CI; 4.2.4 and 4.0.8 with `--line`), and runs only where the PR's own tests reach it:",
+            "the geo-replication PR's tests are the client's, which run the client idiom; its broker idioms are",
+            "compiled, not run, there.", "",
+            "| upstream PR | folded into | lines | diff | what | why the drop-in differs |",
+            "|---|---|---|---|---|---|"] + rows + [""]
+
+
 def short(path):
     return path.split("/")[-1]
 
@@ -152,6 +186,7 @@ def render():
                                                        "`%s`" % pr if pr in exported.values() else pr, files, change]
             out.append("| " + " | ".join(row) + " |")
         out.append("")
+    out += upstream_idioms()
     affected = os.path.join(ROOT, "build", "affected-releases.md")
     if os.path.exists(affected):
         out += ["## Affected releases", "", open(affected, encoding="utf-8").read().rstrip("\n"), ""]

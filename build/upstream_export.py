@@ -20,17 +20,18 @@
 # build/upstream_export.py export OUT_DIR [--sources DIR] [--line LINE]
 # build/upstream_export.py verify OUT_DIR --classpath CP [--sources DIR] [--line LINE]
 # (run by the upstream-pr module of the 5.0.0-M1 build and by bin/export-upstream-pr; DIR holds the
-# three -sources jars, default: the local Maven repository). LINE is 5.0.0-M1 (the PRs against master,
+# four -sources jars, default: the local Maven repository). LINE is 5.0.0-M1 (the PRs against master,
 # the default) or a backport line, 4.2.4 or 4.0.8: the PRs prs.conf backports there ("backport"), made of
 # that line's patches, on its sources and checked against its jars; "5.0.0-M1" below then reads LINE.
 #
 # export: the upstream pull requests of upstream-pr/prs.conf as git format-patch series in
 # apache/pulsar's repository layout. An upstream-shaped git tree is built from the 5.0.0-M1
-# -sources jars of managed-ledger, pulsar-broker and pulsar-client-original (committed at
-# managed-ledger/src/main/java, pulsar-broker/src/main/java, pulsar-client/src/main/java); each PR
-# is a branch (stacked on the PR it names), made of our 5.0.0-M1 patches with their paths moved
-# into that layout, our new classes in the commit of the PR's first patch of their module, and one
-# commit with the PR's tests. Writes OUT_DIR/<pr>/NNNN-*.patch and OUT_DIR/<pr>/description.md.
+# -sources jars of managed-ledger, pulsar-broker, pulsar-broker-common and pulsar-client-original
+# (committed at managed-ledger/src/main/java, pulsar-broker/src/main/java, ...); each PR is a branch
+# (stacked on the PR it names), made of our 5.0.0-M1 patches with their paths moved into that layout,
+# our new classes in the commit of the PR's first patch of their module that needs them, the PR's
+# upstream-idiom diffs folded into the commits they name, and one commit with the PR's tests. Writes
+# OUT_DIR/<pr>/NNNN-*.patch and OUT_DIR/<pr>/description.md.
 # The author of every commit is the one `git config` gives (user.name, user.email).
 #
 # verify: builds the same upstream tree again, applies every exported series with `git am -3`,
@@ -51,6 +52,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import xml.etree.ElementTree as ET
 import zipfile
 
@@ -66,6 +68,8 @@ MODULES = {
     "managed-ledger": ("managed-ledger", "managed-ledger"),
     "pulsar-client-patch": ("pulsar-client", "pulsar-client-original"),
     "pulsar-broker-patch": ("pulsar-broker", "pulsar-broker"),
+    # No patch of ours: in the tree for the upstream idioms that change it (ServiceConfiguration).
+    "pulsar-broker-common": ("pulsar-broker-common", "pulsar-broker-common"),
 }
 BASE_AUTHOR = "Apache Pulsar %s sources <dev@pulsar.apache.org>"
 BASE_DATE = "2026-01-01T00:00:00+00:00"
@@ -116,9 +120,37 @@ class PullRequest:
         # Changes to upstream tests that the checked tree does not hold (no test sources are published):
         # diffs under upstream-pr/<pr>/, copied next to the series.
         self.test_changes = section.get("test-changes", "").split()
+        # Changes to files outside the modules' sources (conf/broker.conf), likewise copied next to the series.
+        self.conf_changes = section.get("conf-changes", "").split()
+        # Where the PR's code takes upstream's idioms that the drop-in jars do not (they link with upstream's other
+        # jars, and keep one source of a class for three lines): PATCH:DIFF, a diff under upstream-pr/<pr>/ in the
+        # upstream layout, folded into the commit of that patch (a 5.0.0-M1 patch number; on a backport line, its
+        # patch of the same name), except the diffs listed in upstream-idioms-main-only on the backports.
+        self.idioms = self.idiom_diffs(section)
         # What a backport changes or adds against the PR on master, for its description.
         self.backport_differences = (section.get("backport-differences-" + LINE) or (
             section.get("backport-differences-4.x") if LINE.startswith("4.") else None) or "").strip()
+
+    def idiom_diffs(self, section):
+        main_only = section.get("upstream-idioms-main-only", "").split()
+        diffs = {}
+        for entry in section.get("upstream-idioms", "").split():
+            ref, _, diff = entry.partition(":")
+            if not diff:
+                fail("%s: upstream-idioms entry %s of %s is not PATCH:DIFF" % (CONF, entry, self.name))
+            if LINE != MAIN_LINE:
+                if diff in main_only:
+                    continue
+                ref = same_patch_on_line(ref)
+            if ref not in self.patches:
+                fail("%s: upstream-idioms of %s names %s for %s, which is not one of its patches on %s" % (
+                    CONF, self.name, ref, diff, LINE))
+            diffs.setdefault(ref, []).append(diff)
+        unknown = set(main_only) - {e.partition(":")[2] for e in section.get("upstream-idioms", "").split()}
+        if unknown:
+            fail("%s: upstream-idioms-main-only of %s names %s, not in its upstream-idioms" % (
+                CONF, self.name, ", ".join(sorted(unknown))))
+        return diffs
 
     def test_paths(self, entries):
         paths = []
@@ -211,7 +243,7 @@ def git_env(name, email):
 
 
 def build_upstream_tree(work):
-    """A git repository holding the line's sources of the three modules at their upstream paths."""
+    """A git repository holding the line's sources of the modules at their upstream paths."""
     os.makedirs(work)
     for folder, artifact in MODULES.values():
         name = "%s-%s-sources.jar" % (artifact, LINE)
@@ -237,8 +269,8 @@ def build_upstream_tree(work):
     run(["git", "init", "-q", "-b", "upstream"], cwd=work)
     run(["git", "config", "core.autocrlf", "false"], cwd=work)
     run(["git", "add", "-A"], cwd=work)
-    run(["git", "commit", "-q", "-m", "Apache Pulsar %s sources of managed-ledger, pulsar-broker and "
-         "pulsar-client-original (their -sources jars)" % LINE], cwd=work, env=env)
+    run(["git", "commit", "-q", "-m", "Apache Pulsar %s sources of managed-ledger, pulsar-broker, "
+         "pulsar-broker-common and pulsar-client-original (their -sources jars)" % LINE], cwd=work, env=env)
     run(["git", "tag", "upstream-" + LINE], cwd=work)
 
 
@@ -295,6 +327,10 @@ REWORDS = [
     ("4.0.8 seed 1949", "on 4.0.8"),
     ("4.0.8 seed 247, once in a clean-clone CI run", "once, on 4.0.8"),
     ("in one benchmark fork of", "in one microbenchmark run of"),
+    # The drop-in reads the setting from the configuration's properties; the PR adds a ServiceConfiguration field.
+    ("The broker.conf line replicatorPublishFenceEnabled=false turns it off (upstream's behaviour).",
+     "The new ServiceConfiguration field replicatorPublishFenceEnabled (default true, documented in conf/broker.conf)"
+     " turns it off: false stores the later messages, as before this change."),
 ]
 # Words that only make sense inside the fork: a header or added code line that still has one fails the export.
 FORK_WORDS = re.compile(r"\bissue \d+\b|\bours\b|\bour\b|\bfork\b|fork's|pulsarfork|schedule explorer|\bseed \d+"
@@ -403,7 +439,9 @@ def commit_pr(work, pr, env, scratch):
             with open(target, "w") as f:
                 f.write(upstream_code(content, rel, diff=False))
             run(["git", "add", target], cwd=work)
+        notes = [apply_idiom(work, pr, ref, diff) for diff in pr.idioms.get(ref, [])]
         message = upstream_message(run(["git", "log", "-1", "--format=%B"], cwd=work).stdout, pr.title, module)
+        message = "\n\n".join([message.rstrip("\n")] + [n for n in notes if n]) + "\n"
         run(["git", "commit", "-q", "--amend", "--reset-author", "-m", message], cwd=work, env=env)
     if pr.squash:
         squash(work, base, pr, env)
@@ -431,6 +469,28 @@ def commit_pr(work, pr, env, scratch):
                         % ", ".join(os.path.basename(t)[:-5] for t in pr.unverified))
         run(["git", "commit", "-q", "-m", message], cwd=work, env=env)
     return base
+
+
+def apply_idiom(work, pr, ref, diff):
+    """Folds one of the PR's upstream-idiom diffs into the commit of patch ref (its header says what and why).
+    Returns the header's "Commit note:" paragraph, for that commit's message, or None."""
+    path = os.path.join(pr.folder(), diff)
+    if not os.path.isfile(path):
+        fail("%s: upstream-idioms diff %s does not exist" % (pr.name, path))
+    with open(path) as f:
+        text = f.read()
+    if "diff --git " not in text:
+        fail("%s: %s holds no diff" % (pr.name, path))
+    header, body = text[:text.index("diff --git ")], text[text.index("diff --git "):]
+    checked = os.path.join(work, ".git", "idiom.diff")
+    with open(checked, "w") as f:
+        f.write(upstream_code(body, diff))
+    result = run(["git", "apply", "--index", checked], cwd=work, check=False)
+    if result.returncode != 0:
+        fail("%s: upstream-idioms diff %s does not apply to the %s tree after %s:\n%s" % (
+            pr.name, diff, LINE, ref, result.stderr))
+    note = re.search(r"^Commit note: (.*?)(?=^\w[\w ]*: |\Z)", header, flags=re.M | re.S)
+    return textwrap.fill(upstream_code(" ".join(note.group(1).split()), diff, diff=False), 100) if note else None
 
 
 def classes_by_patch(pr):
@@ -503,10 +563,10 @@ def export(out_dir):
             write_description(pr, target, commits)
             if pr.pip:
                 shutil.copyfile(os.path.join(ROOT, pr.pip), os.path.join(target, "pip.md"))
-            for change in pr.test_changes:
+            for change in pr.test_changes + pr.conf_changes:
                 source = os.path.join(pr.folder(), change)
                 if not os.path.isfile(source):
-                    fail("%s: test change %s does not exist" % (pr.name, source))
+                    fail("%s: change %s does not exist" % (pr.name, source))
                 shutil.copyfile(source, os.path.join(target, os.path.basename(change)))
             count = len(glob.glob(os.path.join(target, "*.patch")))
             print("%s: %d patch(es), based on %s -> %s" % (pr.name, count, base, target))

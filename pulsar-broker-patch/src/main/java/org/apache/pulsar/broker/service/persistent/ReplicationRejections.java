@@ -29,11 +29,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.impl.MessageIdImpl;
+import org.apache.pulsar.metadata.api.MetadataStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -496,7 +498,8 @@ public class ReplicationRejections {
     // failure (the store unreachable) is waited out: the rewind goes ahead only with the record durable.
     private static boolean isStaleVersion(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
-            if (t.getClass().getSimpleName().equals("BadVersionException")) {
+            if (t instanceof ManagedLedgerException.BadVersionException
+                    || t instanceof MetadataStoreException.BadVersionException) {
                 return true;
             }
         }

@@ -49,6 +49,7 @@ import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.impl.MessageIdImpl;
+import org.apache.pulsar.metadata.api.MetadataStoreException;
 import org.testng.annotations.AfterMethod;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
@@ -218,7 +219,12 @@ public class ReplicationRejectionsTest {
         CompletableFuture<Void> rewind = rejections.recordRejection(E3, "size");
         for (int i = 0; i < ReplicationRejections.REWIND_AFTER_FAILED_WRITES; i++) {
             assertFalse(rewind.isDone(), "after " + i + " failed attempts");
-            awaitWrite(i).result().completeExceptionally(new ManagedLedgerException.BadVersionException("stale"));
+            // The cursor's own exception, then the metadata store's wrapped in one (the failure the rewind is
+            // decided on): both say the version is stale.
+            awaitWrite(i).result().completeExceptionally(i < ReplicationRejections.REWIND_AFTER_FAILED_WRITES - 1
+                    ? new ManagedLedgerException.BadVersionException("stale")
+                    : new ManagedLedgerException.MetaStoreException(
+                            new MetadataStoreException.BadVersionException("stale")));
         }
         await().atMost(WAIT).until(rewind::isDone);
         assertFalse(rewind.isCompletedExceptionally());

@@ -26,8 +26,10 @@ import static org.testng.Assert.assertTrue;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.nio.ByteBuffer;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
@@ -68,9 +70,16 @@ public abstract class GeoReplicationProducerReceiptTestBase {
 
     @BeforeMethod(alwaysRun = true)
     public void setUp() {
-        client = mock(PulsarClientImpl.class, invocation ->
-                CompletableFuture.class.isAssignableFrom(invocation.getMethod().getReturnType())
-                        ? new CompletableFuture<>() : Mockito.RETURNS_DEFAULTS.answer(invocation));
+        // A mock runs no field initializer: the client's record of rejected source positions (its one Map getter)
+        // is one map for every producer of the test, as the client's own field would be.
+        Map<Object, Object> clientRecords = new ConcurrentHashMap<>();
+        client = mock(PulsarClientImpl.class, invocation -> {
+            Class<?> type = invocation.getMethod().getReturnType();
+            if (CompletableFuture.class.isAssignableFrom(type)) {
+                return new CompletableFuture<>();
+            }
+            return Map.class.equals(type) ? clientRecords : Mockito.RETURNS_DEFAULTS.answer(invocation);
+        });
         ClientConfigurationData clientConf = new ClientConfigurationData();
         clientConf.setStatsIntervalSeconds(0);
         when(client.getConfiguration()).thenReturn(clientConf);
