@@ -34,6 +34,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.LedgerHandle;
@@ -68,6 +69,7 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
     // Per mark-delete issued on the compaction cursor: the horizon served at that moment, and its outcome.
     protected final List<Position> horizonWhenIssued = new CopyOnWriteArrayList<>();
     private final List<CountDownLatch> outcomes = new CopyOnWriteArrayList<>();
+    private final AtomicInteger issued = new AtomicInteger();
 
     /**
      * Compacted ledger {@code first} recorded at p3, then the cursor's write of compacted ledger {@code second}
@@ -109,6 +111,7 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
         // TestNG runs every method on one instance.
         horizonWhenIssued.clear();
         outcomes.clear();
+        issued.set(0);
         cursorStore = new FaultInjectionMetadataStore(metadataStore);
         ManagedLedgerFactoryImpl faultyFactory = new ManagedLedgerFactoryImpl(cursorStore, bookKeeper);
         trackFactory(faultyFactory);
@@ -138,6 +141,8 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
                     outcome.countDown();
                 }
             }, inv.getArgument(3));
+            // Returned: the mark-delete was applied and its write issued, or queued.
+            issued.incrementAndGet();
             return null;
         }).when(compactionCursor).asyncMarkDelete(any(Position.class), anyMap(), any(), any());
 
@@ -159,9 +164,9 @@ public abstract class CompactionCommitBenchBase extends SubscriptionBenchBase {
                 Map.of(Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY, compactedLedgerId));
     }
 
-    /** Waits until the subscription has issued the compaction cursor's mark-delete #index. */
+    /** Waits until the compaction cursor's mark-delete #index has returned: applied, its write issued or queued. */
     protected void awaitIssued(int index) {
-        await().atMost(WAIT).until(() -> outcomes.size() > index);
+        await().atMost(WAIT).until(() -> issued.get() > index);
     }
 
     protected void awaitOutcome(int index) throws Exception {
