@@ -563,10 +563,17 @@ def export(out_dir):
             write_description(pr, target, commits)
             if pr.pip:
                 shutil.copyfile(os.path.join(ROOT, pr.pip), os.path.join(target, "pip.md"))
-            for change in pr.test_changes + pr.conf_changes:
+            changes = pr.test_changes + pr.conf_changes
+            if len({os.path.basename(c) for c in changes}) != len(changes):
+                fail("%s: two test or conf changes share a file name: %s" % (pr.name, ", ".join(changes)))
+            for change in changes:
                 source = os.path.join(pr.folder(), change)
                 if not os.path.isfile(source):
                     fail("%s: change %s does not exist" % (pr.name, source))
+                with open(source) as f:
+                    text = f.read()
+                # Its added lines go upstream as they are: none may speak of the fork.
+                upstream_code(text[text.find("diff --git "):] if "diff --git " in text else text, change)
                 shutil.copyfile(source, os.path.join(target, os.path.basename(change)))
             count = len(glob.glob(os.path.join(target, "*.patch")))
             print("%s: %d patch(es), based on %s -> %s" % (pr.name, count, base, target))
