@@ -693,18 +693,49 @@ def javac(sources, classpath, out, what):
         fail("%s does not compile:\n%s" % (what, error[-12000:]))
 
 
+class JavacServer:
+    """One javac for all the check's compilations (build/JavacServer.java): started once, it compiles an
+    argument file per request. A javac process per compilation spent most of the check's time starting and
+    warming up."""
+
+    def __init__(self):
+        self.process = None
+
+    def compile(self, argfile):
+        if self.process is None:
+            self.process = subprocess.Popen(
+                ["java", "-Xmx3g", os.path.join(ROOT, "build", "JavacServer.java")],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process.stdin.write(argfile + "\n")
+        self.process.stdin.flush()
+        code = self.process.stdout.readline().strip()
+        if not code:
+            fail("the javac server (build/JavacServer.java) stopped; exit code %s" % self.process.wait())
+        with open(argfile + ".log", encoding="utf-8", errors="replace") as f:
+            return int(code), f.read()
+
+    def stop(self):
+        if self.process is not None:
+            self.process.stdin.close()
+            self.process.wait()
+            self.process = None
+
+
+JAVAC = JavacServer()
+
+
 def javac_errors(sources, classpath, out):
     """Compiles sources into out; returns javac's output when they do not compile, else None."""
     os.makedirs(out, exist_ok=True)
     if not sources:
         return None
     argfile = out + ".args"
+    options = ["--release", "17", "-nowarn", "-parameters", "-encoding", "UTF-8", "-cp", classpath, "-d", out]
     with open(argfile, "w") as f:
         # Quoted: a temporary folder may have spaces in its path.
-        f.write("\n".join('"%s"' % p.replace("\\", "\\\\") for p in sources) + "\n")
-    result = run(["javac", "--release", "17", "-nowarn", "-parameters", "-encoding", "UTF-8",
-                  "-cp", classpath, "-d", out, "@" + argfile], check=False)
-    return None if result.returncode == 0 else result.stdout + result.stderr
+        f.write("\n".join('"%s"' % a.replace("\\", "\\\\") for a in options + sources) + "\n")
+    code, output = JAVAC.compile(argfile)
+    return None if code == 0 else output
 
 
 def main_sources_of(work, ref, tree_dir):
@@ -958,6 +989,7 @@ def verify(out_dir, classpath):
             print(check.report(), flush=True)
             record_verification(out_dir, check)
             failures += check.failures
+    JAVAC.stop()
     if failures:
         for f in failures:
             sys.stderr.write("ERROR: " + f + "\n")
