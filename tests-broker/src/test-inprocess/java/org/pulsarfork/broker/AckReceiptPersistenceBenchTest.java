@@ -55,8 +55,9 @@ import org.testng.annotations.Test;
 /**
  * Ack receipts on 4.x with {@code ackReceiptWaitsForPersistence}: a receipted ack survives a crash that follows its
  * receipt. Upstream 4.x answers the receipt once the ack is applied in memory, and under the mark-delete limiter
- * (0.1/s here, standalone.conf's rate) its write comes up to ten seconds later: a crash right after the receipt
- * loses it. The crash: a second managed-ledger factory opens the topic over the broker's own metadata store and
+ * (0.25/s here) its write comes up to four seconds later: a crash right after the receipt loses it. Ours answers
+ * within that period, which bounds what each test waits; a crash less than four seconds after the permit's ack
+ * is far inside it. The crash: a second managed-ledger factory opens the topic over the broker's own metadata store and
  * mock bookies, as the broker that takes a topic over does, and recovers the cursor from what was durable.
  */
 public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest {
@@ -69,7 +70,7 @@ public class AckReceiptPersistenceBenchTest extends MockedPulsarServiceBaseTest 
     }
 
     private void start(String waitsForPersistence) throws Exception {
-        conf.setManagedLedgerDefaultMarkDeleteRateLimit(0.1);
+        conf.setManagedLedgerDefaultMarkDeleteRateLimit(0.25);
         if (waitsForPersistence != null) {
             conf.getProperties().setProperty("ackReceiptWaitsForPersistence", waitsForPersistence);
         }

@@ -271,12 +271,12 @@ public abstract class GeoReplicationBenchBase extends OneWayReplicatorTestBase {
     }
 
     /**
-     * Waits while {@code rule} holds for 6 s, and fails at the first check where it does not: a message the source
+     * Waits while {@code rule} holds for 4 s, and fails at the first check where it does not: a message the source
      * deleted without the remote having it does not come back, so upstream's breach is reported when it happens
      * (within a second of the remote's receipt in every run), not after the window's bound.
      */
     protected static void holdsThroughout(String breach, Callable<Boolean> rule) {
-        await().failFast(breach, () -> !rule.call()).during(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(12))
+        await().failFast(breach, () -> !rule.call()).during(Duration.ofSeconds(4)).atMost(Duration.ofSeconds(8))
                 .until(rule);
     }
 

@@ -58,12 +58,14 @@ import org.testng.annotations.Test;
  *   <li>b. the owner paused (SIGSTOP) past its metadata session timeout with acks sent to it, the other broker
  *   takes the topic over, then SIGCONT: the resumed broker answers the acks it finds on its connections.</li>
  * </ul>
- * In CI on 4.0.8, a long run on the other lines ({@code -Dcluster.long=true}, README).
+ * In CI on 4.0.8, scenario a only; a and b in the long run, on every line ({@code -Dcluster.long=true}, README).
  */
 @Test(groups = FORK_ONLY)
 public class ClusterReceiptTest {
     private static final Duration TAKEOVER = Duration.ofSeconds(120);
     private static final int PAUSED_ACKS = 200;
+    // Scenario b takes about a minute of two jar sets' takeovers: outside CI's budget, in the long run.
+    private static final boolean PAUSE = Boolean.getBoolean("cluster.long");
     private StandaloneHomes homes;
     private final Map<String, int[]> results = new LinkedHashMap<>();
 
@@ -82,12 +84,14 @@ public class ClusterReceiptTest {
                     settings())) {
                 cluster.start();
                 results.put("a " + jars, killTheOwnerRightAfterReceipts(cluster, "killed-" + jars));
-                results.put("b " + jars, pauseTheOwnerWithAcksInFlight(cluster, "paused-" + jars));
+                if (PAUSE) {
+                    results.put("b " + jars, pauseTheOwnerWithAcksInFlight(cluster, "paused-" + jars));
+                }
             }
         }
         results.forEach((run, r) -> System.out.printf("[cluster %s, scenario %s jars] receipted: %d; receipted and"
                 + " delivered again: %d; lost: %d; answered by the broker: %d%n", LINE, run, r[0], r[1], r[2], r[3]));
-        for (String scenario : new String[] {"a", "b"}) {
+        for (String scenario : PAUSE ? new String[] {"a", "b"} : new String[] {"a"}) {
             assertEquals(results.get(scenario + " ours")[1], 0,
                     scenario + ", ours: receipted messages delivered again");
             assertEquals(results.get(scenario + " ours")[2], 0, scenario + ", ours: messages lost");
@@ -101,7 +105,7 @@ public class ClusterReceiptTest {
         }
         // Upstream's 5.0.0-M1 answers the paused broker's acks with errors, as ours: what shows that the scenario
         // reached its state is that the resumed broker answered acks at all.
-        for (String jars : new String[] {"upstream", "ours"}) {
+        for (String jars : PAUSE ? new String[] {"upstream", "ours"} : new String[0]) {
             if (results.get("b " + jars)[3] == 0) {
                 throw new SkipException("inconclusive: in scenario b the resumed broker answered no ack (" + jars
                         + " jars): the acks did not reach it before its topic moved");

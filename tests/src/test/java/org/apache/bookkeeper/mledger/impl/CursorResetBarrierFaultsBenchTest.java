@@ -23,6 +23,7 @@ import static org.pulsarfork.bench.BenchGroups.UPSTREAM_BUG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -39,6 +40,11 @@ import org.testng.annotations.Test;
  * the queue monitor and the cursor lock, and what a crash recovers must match what was reported.
  */
 public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
+    /**
+     * For a callback whose operation is over: on the mock bookie it fires within milliseconds; upstream's never
+     * fires in two of these tests, and its run waits this bound out.
+     */
+    private static final Duration CALLBACK = Duration.ofSeconds(3);
 
     /**
      * A backward reset queued behind a read while an ack's write is in flight: the ack's completion
@@ -81,7 +87,7 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
         s.reset.future.get();
         read.complete(null);
 
-        await().atMost(WAIT).until(() -> s.ack.future.isDone());
+        await().atMost(CALLBACK).until(() -> s.ack.future.isDone());
         assertTrue(s.ack.succeeded(), "ordered before the reset, superseded by its durable write");
         assertFalse(s.cursor.isMessageDeleted(s.p.get(7)), "reset wins");
         assertEquals(s.probe.violations, List.of());
@@ -158,7 +164,7 @@ public class CursorResetBarrierFaultsBenchTest extends CursorBenchBase {
         s.cursor.close();
         read.complete(null);
 
-        await().atMost(WAIT).until(() -> s.reset.future.isDone() && s.ack.future.isDone());
+        await().atMost(CALLBACK).until(() -> s.reset.future.isDone() && s.ack.future.isDone());
         assertFalse(s.reset.succeeded(), "the cursor closed before the reset was persisted");
         assertTrue(s.ack.succeeded(), "the close persisted the ack's state");
         assertEquals(s.probe.violations, List.of());

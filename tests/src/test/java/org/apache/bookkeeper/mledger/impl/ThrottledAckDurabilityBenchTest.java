@@ -165,8 +165,9 @@ public class ThrottledAckDurabilityBenchTest extends CursorBenchBase {
 
     @DataProvider
     public Object[][] limiterRates() {
-        // The broker default (managedLedgerDefaultMarkDeleteRateLimit), and standalone.conf's.
-        return new Object[][] {{1.0}, {0.1}};
+        // The broker default (managedLedgerDefaultMarkDeleteRateLimit); standalone.conf's 0.1/s, whose period is
+        // ten seconds on each jar set and line, in the limiter's long run (-Dlimiter.scale=true, README).
+        return Boolean.getBoolean("limiter.scale") ? new Object[][] {{1.0}, {0.1}} : new Object[][] {{1.0}};
     }
 
     /**
