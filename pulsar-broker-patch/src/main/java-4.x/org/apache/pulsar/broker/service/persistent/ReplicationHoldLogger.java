@@ -82,9 +82,4 @@ public class ReplicationHoldLogger implements ReplicationHoldLog {
     public void retryFailed(Throwable cause) {
         LOG.error("[{}] A resend to cluster {} failed to start", replicatorId, remoteCluster, cause);
     }
-
-    @Override
-    public void gaugeNotRemoved(Exception cause) {
-        LOG.warn("[{}] Failed to remove a replication gauge: {}", replicatorId, cause.toString());
-    }
 }

@@ -99,9 +99,4 @@ public class ReplicationHoldLogger implements ReplicationHoldLog {
     public void retryFailed(Throwable cause) {
         log.error().exception(cause).log("A resend failed to start");
     }
-
-    @Override
-    public void gaugeNotRemoved(Exception cause) {
-        log.warn().exceptionMessage(cause).log("Failed to remove a replication gauge");
-    }
 }

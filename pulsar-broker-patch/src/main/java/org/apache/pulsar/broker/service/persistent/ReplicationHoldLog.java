@@ -61,7 +61,4 @@ public interface ReplicationHoldLog {
 
     /** A resend threw when it started. */
     void retryFailed(Throwable cause);
-
-    /** A gauge could not be removed at close. */
-    void gaugeNotRemoved(Exception cause);
 }

@@ -18,12 +18,7 @@
  */
 package org.apache.pulsar.broker.service.persistent;
 
-import io.opentelemetry.api.common.AttributeKey;
-import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.metrics.Meter;
 import java.util.Map;
-import java.util.Set;
-import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
@@ -80,13 +75,6 @@ public class ReplicationRejections {
     /** Value prefix of a held entry; a recorded one not yet answered as a duplicate has the reason alone. */
     public static final String HELD = "held: ";
     static final String UNCONFIRMED_EXCEPTION = "org.apache.pulsar.client.impl.GeoReplicationUnconfirmedException";
-    /** Per broker (one series per state, no topic attribute): the entries recorded and held now. */
-    public static final String REJECTED_GAUGE = "pulsar.broker.replication.rejected.count";
-    private static final AttributeKey<String> STATE_KEY = AttributeKey.stringKey("pulsar.replication.rejected.state");
-    private static final Attributes RECORDED = Attributes.of(STATE_KEY, "recorded");
-    private static final Attributes HELD_STATE = Attributes.of(STATE_KEY, "held");
-    // The live instances of each broker (its Meter), so that the gauge is registered once per broker.
-    private static final Map<Meter, Set<ReplicationRejections>> LIVE = new WeakHashMap<>();
     private static final long FIRST_RETRY_MILLIS = 100;
     /** Failed attempts at a record's write after which the rewind no longer waits for it. */
     static final int REWIND_AFTER_FAILED_WRITES = 5;
@@ -110,62 +98,11 @@ public class ReplicationRejections {
     private final Object writeLock = new Object();
     private CompletableFuture<Void> writes = CompletableFuture.completedFuture(null);
 
-    private final Meter meter;
-
-    public ReplicationRejections(String replicatorId, ManagedCursor cursor, ScheduledExecutorService executor,
-                                 Meter meter) {
+    public ReplicationRejections(String replicatorId, ManagedCursor cursor, ScheduledExecutorService executor) {
         this.replicatorId = replicatorId;
         this.cursor = cursor;
         this.executor = executor;
-        this.meter = meter;
         loadRecords();
-        if (meter != null) {
-            register(meter, this);
-        }
-    }
-
-    private static void register(Meter meter, ReplicationRejections rejections) {
-        synchronized (LIVE) {
-            Set<ReplicationRejections> live = LIVE.get(meter);
-            if (live == null) {
-                Set<ReplicationRejections> created = ConcurrentHashMap.newKeySet();
-                LIVE.put(meter, created);
-                meter.upDownCounterBuilder(REJECTED_GAUGE)
-                        .setUnit("{message}")
-                        .setDescription("Source messages the remote cluster rejected before its deduplication"
-                                + " check, recorded on the replicator cursor (recorded), and those since answered"
-                                + " as duplicates, kept on the source until an operator releases them (held).")
-                        .buildWithCallback(m -> {
-                            long recorded = 0;
-                            long held = 0;
-                            for (ReplicationRejections r : created) {
-                                recorded += r.recordedCount();
-                                held += r.heldCount();
-                            }
-                            m.record(recorded - held, RECORDED);
-                            m.record(held, HELD_STATE);
-                        });
-                live = created;
-            }
-            live.add(rejections);
-        }
-    }
-
-    /** The broker's meter this replicator's gauges report to, or null when the broker has none. */
-    public Meter getMeter() {
-        return meter;
-    }
-
-    /** The replicator is gone: its records stay on the cursor, for the next owner. */
-    public void close() {
-        if (meter != null) {
-            synchronized (LIVE) {
-                Set<ReplicationRejections> live = LIVE.get(meter);
-                if (live != null) {
-                    live.remove(this);
-                }
-            }
-        }
     }
 
     /**

@@ -18,8 +18,6 @@
  */
 package org.apache.pulsar.broker.service.persistent;
 
-import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.metrics.Meter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +28,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
-import java.util.function.Supplier;
 import org.apache.bookkeeper.mledger.Position;
 
 /**
@@ -51,8 +48,8 @@ import org.apache.bookkeeper.mledger.Position;
  * {@link #SUMMARY_INTERVAL_MILLIS} ms while it stays held, one INFO when it resumes. Only refusals are handled
  * here; any other failed send (the remote topic moving, a reconnect, a timeout) is resent at once, as upstream.
  *
- * <p>While held, two gauges name the topic (the replicator's attributes: topic, remote cluster): {@link
- * #HELD_DURATION_GAUGE} and {@link #HELD_ATTEMPTS_GAUGE}; a topic that is not held reports no point.
+ * <p>While held, two gauges of the broker's replicator stats name the topic ({@link #getHeld()}); a topic that is
+ * not held reports no point.
  *
  * <p>A retry that comes due after the replicator stopped ({@link #close()}, or the state check given to the
  * constructor says so) does nothing: it must not start reads again. {@link #close()} cancels it.
@@ -68,10 +65,6 @@ public class ReplicationRetryBackoff {
     public static final String HELD_SINCE_PREFIX = "pulsar.replication.retry.heldSince.";
     /** stats-internal property (on the replicator cursor) of the held position: the resends scheduled. */
     public static final String ATTEMPTS_PREFIX = "pulsar.replication.retry.attempts.";
-    /** Per topic and remote cluster, while held: seconds since the remote first refused the held message. */
-    public static final String HELD_DURATION_GAUGE = "pulsar.broker.replication.held.duration";
-    /** Per topic and remote cluster, while held: the resends of the held message scheduled since then. */
-    public static final String HELD_ATTEMPTS_GAUGE = "pulsar.broker.replication.held.attempt.count";
     /** A reason is cut to this length. */
     static final int MAX_REASON_LENGTH = 256;
 
@@ -103,53 +96,52 @@ public class ReplicationRetryBackoff {
     private volatile List<Runnable> pending;
     // The timer of the scheduled retry. Guarded by this.
     private Future<?> pendingTimer;
-    private final List<AutoCloseable> gauges;
 
     /**
      * @param running checked when a retry comes due: false once the replicator is terminating or terminated
      * @param released whether a source entry left the replicator's backlog (skipped, expired)
-     * @param meter the broker's meter for the gauges, or null for none
-     * @param attributes the replicator's metric attributes (topic, remote cluster)
      */
     public ReplicationRetryBackoff(String replicatorId, String remoteCluster, ScheduledExecutorService executor,
-                                   BooleanSupplier running, Predicate<Position> released, Meter meter,
-                                   Supplier<Attributes> attributes) {
+                                   BooleanSupplier running, Predicate<Position> released) {
         this((task, delayMillis) -> executor.schedule(task, delayMillis, TimeUnit.MILLISECONDS),
-                System::currentTimeMillis, running, released,
-                new ReplicationHoldLogger(replicatorId, remoteCluster), meter, attributes);
+                System::currentTimeMillis, running, released, new ReplicationHoldLogger(replicatorId, remoteCluster));
     }
 
     ReplicationRetryBackoff(Scheduler scheduler, LongSupplier clock, BooleanSupplier running,
-                            Predicate<Position> released, ReplicationHoldLog holdLog, Meter meter,
-                            Supplier<Attributes> attributes) {
+                            Predicate<Position> released, ReplicationHoldLog holdLog) {
         this.scheduler = scheduler;
         this.clock = clock;
         this.running = running;
         this.released = released;
         this.holdLog = holdLog;
-        this.gauges = meter == null ? List.of() : registerGauges(meter, attributes);
     }
 
-    // One callback per replicator: a topic that is not held records nothing, so the series exist only while held.
-    private List<AutoCloseable> registerGauges(Meter meter, Supplier<Attributes> attributes) {
-        AutoCloseable duration = meter.gaugeBuilder(HELD_DURATION_GAUGE).ofLongs().setUnit("s")
-                .setDescription("How long the replication of the topic to the remote cluster has been held at a"
-                        + " source message the remote refuses; no point while it is not held.")
-                .buildWithCallback(m -> {
-                    long since = getHeldSinceMillis();
-                    if (since > 0) {
-                        m.record(TimeUnit.MILLISECONDS.toSeconds(clock.getAsLong() - since), attributes.get());
-                    }
-                });
-        AutoCloseable attemptCount = meter.gaugeBuilder(HELD_ATTEMPTS_GAUGE).ofLongs().setUnit("{attempt}")
-                .setDescription("The resends of the held source message scheduled since the remote cluster first"
-                        + " refused it; no point while the topic is not held.")
-                .buildWithCallback(m -> {
-                    if (isHeld()) {
-                        m.record(getAttempts(), attributes.get());
-                    }
-                });
-        return List.of(duration, attemptCount);
+    /** A snapshot of the held state: how long it has been held, and the resends scheduled since. */
+    public static final class Held {
+        private final long millis;
+        private final int attempts;
+
+        Held(long millis, int attempts) {
+            this.millis = millis;
+            this.attempts = attempts;
+        }
+
+        /** Since the remote first refused the held message, on the backoff's clock. */
+        public long getMillis() {
+            return millis;
+        }
+
+        public int getAttempts() {
+            return attempts;
+        }
+    }
+
+    /**
+     * The held state in one snapshot, for the broker's held gauges (OpenTelemetryReplicatorStats); null while not
+     * held, and once closed, so that a series exists only while its topic is held.
+     */
+    public synchronized Held getHeld() {
+        return closed || heldPosition == null ? null : new Held(clock.getAsLong() - heldSinceMillis, attempts);
     }
 
     /**
@@ -354,7 +346,7 @@ public class ReplicationRetryBackoff {
         refusalsSinceSummary = 0;
     }
 
-    /** The replicator stopped: a retry that comes due later does nothing, and the gauges are removed. */
+    /** The replicator stopped: a retry that comes due later does nothing, and it records no gauge point. */
     public void close() {
         Future<?> timer;
         synchronized (this) {
@@ -368,13 +360,6 @@ public class ReplicationRetryBackoff {
         }
         if (timer != null) {
             timer.cancel(false);
-        }
-        for (AutoCloseable gauge : gauges) {
-            try {
-                gauge.close();
-            } catch (Exception e) {
-                holdLog.gaugeNotRemoved(e);
-            }
         }
     }
 

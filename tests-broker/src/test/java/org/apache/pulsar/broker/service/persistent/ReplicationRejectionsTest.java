@@ -27,10 +27,6 @@ import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
-import io.opentelemetry.api.common.AttributeKey;
-import io.opentelemetry.sdk.metrics.SdkMeterProvider;
-import io.opentelemetry.sdk.metrics.data.LongPointData;
-import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,7 +60,6 @@ public class ReplicationRejectionsTest {
     private static final String KEY3 = "pulsar.replication.rejected.12:3";
     private static final String KEY4 = "pulsar.replication.rejected.12:4";
     private static final Duration WAIT = Duration.ofSeconds(10);
-    private static final AttributeKey<String> STATE = AttributeKey.stringKey("pulsar.replication.rejected.state");
 
     /** A property write the test completes; the cursor's stored properties change only then. */
     private record Write(String key, String value, CompletableFuture<Void> result) {
@@ -135,7 +130,7 @@ public class ReplicationRejectionsTest {
     }
 
     private ReplicationRejections newRejections() {
-        return new ReplicationRejections("r1-->r2", cursor, executor, null);
+        return new ReplicationRejections("r1-->r2", cursor, executor);
     }
 
     @Test(groups = FORK_ONLY, timeOut = 30_000)
@@ -496,31 +491,5 @@ public class ReplicationRejectionsTest {
         assertTrue(ReplicationRejections.isDuplicateReceipt(new MessageIdImpl(-1, -1, -1)));
         assertTrue(ReplicationRejections.isDuplicateReceipt(null));
         assertFalse(ReplicationRejections.isDuplicateReceipt(new MessageIdImpl(7, 2, -1)));
-    }
-
-    @Test(groups = FORK_ONLY, timeOut = 30_000)
-    public void oneGaugePerBrokerCountsRecordedAndHeldEntries() throws Exception {
-        InMemoryMetricReader reader = InMemoryMetricReader.create();
-        try (SdkMeterProvider meters = SdkMeterProvider.builder().registerMetricReader(reader).build()) {
-            stored.put(KEY3, "held: duplicate");
-            ReplicationRejections first = new ReplicationRejections("a", cursor, executor, meters.get("broker"));
-            stored.clear();
-            stored.put(KEY4, "size");
-            ReplicationRejections second = new ReplicationRejections("b", cursor, executor, meters.get("broker"));
-            assertEquals(count(reader, "held"), 1);
-            assertEquals(count(reader, "recorded"), 1);
-            first.close();
-            second.close();
-            assertEquals(count(reader, "held"), 0);
-        }
-    }
-
-    private static long count(InMemoryMetricReader reader, String state) {
-        return reader.collectAllMetrics().stream()
-                .filter(metric -> metric.getName().equals(ReplicationRejections.REJECTED_GAUGE))
-                .flatMap(metric -> metric.getLongSumData().getPoints().stream())
-                .filter(point -> state.equals(point.getAttributes().get(STATE)))
-                .mapToLong(LongPointData::getValue)
-                .sum();
     }
 }

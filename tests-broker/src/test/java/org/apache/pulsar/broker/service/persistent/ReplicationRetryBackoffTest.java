@@ -23,18 +23,11 @@ import static org.mockito.Mockito.mockingDetails;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
-import io.opentelemetry.api.common.AttributeKey;
-import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.metrics.Meter;
-import io.opentelemetry.sdk.metrics.SdkMeterProvider;
-import io.opentelemetry.sdk.metrics.data.LongPointData;
-import io.opentelemetry.sdk.metrics.data.MetricData;
-import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -82,12 +75,11 @@ public class ReplicationRetryBackoffTest {
         running.set(true);
         skipped.clear();
         log = mock(ReplicationHoldLog.class);
-        backoff = newBackoff(null, null);
+        backoff = newBackoff();
     }
 
-    private ReplicationRetryBackoff newBackoff(Meter meter, Attributes attributes) {
-        return new ReplicationRetryBackoff(this::schedule, now::get, running::get, skipped::contains, log, meter,
-                () -> attributes);
+    private ReplicationRetryBackoff newBackoff() {
+        return new ReplicationRetryBackoff(this::schedule, now::get, running::get, skipped::contains, log);
     }
 
     private CompletableFuture<Void> schedule(Runnable task, long delayMillis) {
@@ -267,7 +259,7 @@ public class ReplicationRetryBackoffTest {
     public void aSchedulerThatRefusesTheTaskLeavesNoRetryPending() {
         ReplicationRetryBackoff shuttingDown = new ReplicationRetryBackoff((task, delayMillis) -> {
             throw new RejectedExecutionException("shutting down");
-        }, now::get, running::get, skipped::contains, log, null, null);
+        }, now::get, running::get, skipped::contains, log);
         assertEquals(shuttingDown.onRefusal(E3, TOO_LARGE, () -> { }), -1L);
         assertFalse(shuttingDown.isRetryPending());
     }
@@ -307,38 +299,24 @@ public class ReplicationRetryBackoffTest {
     }
 
     @Test(groups = FORK_ONLY)
-    public void gaugesNameTheHeldTopicUntilItResumesAndCloseRemovesThemAndTheTimer() {
-        Attributes topic = Attributes.of(AttributeKey.stringKey("pulsar.topic"), "persistent://t/ns/held",
-                AttributeKey.stringKey("pulsar.replication.remote.cluster.name"), "r2");
-        InMemoryMetricReader reader = InMemoryMetricReader.create();
-        try (SdkMeterProvider meters = SdkMeterProvider.builder().registerMetricReader(reader).build()) {
-            ReplicationRetryBackoff measured = newBackoff(meters.get("test"), topic);
-            assertTrue(points(reader).isEmpty(), "no point while not held");
-            measured.onRefusal(E3, TOO_LARGE, () -> { });
-            runDue();
-            measured.onRefusal(E3, TOO_LARGE, () -> { });
-            now.addAndGet(90_000);
-            Map<String, LongPointData> held = points(reader);
-            assertEquals(held.keySet(), Set.of(ReplicationRetryBackoff.HELD_DURATION_GAUGE,
-                    ReplicationRetryBackoff.HELD_ATTEMPTS_GAUGE));
-            assertEquals(held.get(ReplicationRetryBackoff.HELD_DURATION_GAUGE).getValue(), 90L);
-            assertEquals(held.get(ReplicationRetryBackoff.HELD_ATTEMPTS_GAUGE).getValue(), 2L);
-            assertEquals(held.get(ReplicationRetryBackoff.HELD_DURATION_GAUGE).getAttributes(), topic);
-            Scheduled waiting = scheduled.get(0);
-            measured.close();
-            assertTrue(waiting.timer().isCancelled(), "close cancels the waiting retry's timer");
-            assertTrue(points(reader).isEmpty(), "a closed replicator reports nothing");
-        }
-    }
+    public void theHeldSnapshotExistsOnlyWhileHeldAndNotOnceClosedWhichCancelsTheTimer() {
+        assertNull(backoff.getHeld(), "not held");
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        runDue();
+        backoff.onRefusal(E3, TOO_LARGE, () -> { });
+        now.addAndGet(90_000);
+        ReplicationRetryBackoff.Held held = backoff.getHeld();
+        assertEquals(held.getMillis(), 90_000L + ReplicationRetryBackoff.FIRST_DELAY_MILLIS);
+        assertEquals(held.getAttempts(), 2);
+        backoff.onSuccess(E3);
+        assertNull(backoff.getHeld(), "resumed: E3 stored");
 
-    private static Map<String, LongPointData> points(InMemoryMetricReader reader) {
-        Map<String, LongPointData> points = new HashMap<>();
-        for (MetricData metric : reader.collectAllMetrics()) {
-            for (LongPointData point : metric.getLongGaugeData().getPoints()) {
-                points.put(metric.getName(), point);
-            }
-        }
-        return points;
+        backoff.onRefusal(E4, TOO_LARGE, () -> { });
+        assertNotNull(backoff.getHeld(), "held again: E4 refused");
+        Scheduled waiting = scheduled.get(scheduled.size() - 1);
+        backoff.close();
+        assertTrue(waiting.timer().isCancelled(), "close cancels the waiting retry's timer");
+        assertNull(backoff.getHeld(), "a closed replicator reports nothing");
     }
 
     @Test(groups = FORK_ONLY)
