@@ -163,8 +163,16 @@ final class Cluster implements AutoCloseable {
         }
 
         HttpResponse<String> send(String method, String path) throws Exception {
+            return send(method, path, null);
+        }
+
+        /** A POST or PUT of {@code json} (no body when null). */
+        HttpResponse<String> send(String method, String path, String json) throws Exception {
+            HttpRequest.BodyPublisher body = json == null ? HttpRequest.BodyPublishers.noBody()
+                    : HttpRequest.BodyPublishers.ofString(json);
             return HTTP.send(HttpRequest.newBuilder(URI.create(webServiceUrl() + path)).timeout(Duration.ofSeconds(30))
-                    .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                    .header("Content-Type", "application/json").method(method, body).build(),
+                    HttpResponse.BodyHandlers.ofString());
         }
 
         String get(String path) throws Exception {
@@ -294,10 +302,19 @@ final class Cluster implements AutoCloseable {
         return Integer.parseInt(setting(bookie, "bookkeeper.conf", "bookiePort"));
     }
 
+    /** The cluster's service URL: every broker. */
+    String serviceUrl() {
+        return "pulsar://" + brokers.stream().map(b -> "127.0.0.1:" + b.port).collect(Collectors.joining(","));
+    }
+
+    /** The cluster's web service URL: every broker. */
+    String webServiceUrl() {
+        return "http://" + brokers.stream().map(b -> "127.0.0.1:" + b.webPort).collect(Collectors.joining(","));
+    }
+
     /** A client that knows every broker, as an application given the cluster's service URL. */
     PulsarClient client() throws Exception {
-        return PulsarClient.builder().serviceUrl("pulsar://" + brokers.stream()
-                        .map(b -> "127.0.0.1:" + b.port).collect(Collectors.joining(",")))
+        return PulsarClient.builder().serviceUrl(serviceUrl())
                 .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 

@@ -18,11 +18,15 @@
  */
 package org.pulsarfork.dropin;
 
+import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.dropin.Commands.LINE;
+import static org.pulsarfork.dropin.GeoAdmin.expectOk;
+import static org.pulsarfork.dropin.GeoAdmin.receiveAvailable;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertTrue;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,6 +35,8 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntPredicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.pulsar.client.api.Consumer;
@@ -41,6 +47,7 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
+import org.awaitility.core.ConditionTimeoutException;
 import org.testng.SkipException;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
@@ -103,6 +110,7 @@ public class ClusterUpgradeTest {
     }
 
     public void aRollbackToUpstreamKeepsEveryAcknowledgment() throws Exception {
+        RefusedReplication geo = new RefusedReplication(homes);
         try (Cluster cluster = new Cluster(homes.work().resolve("rollback"), List.of(
                 new String[] {"ours", homes.home("ours", "home-rollback-a").toString()},
                 new String[] {"ours", homes.home("ours", "home-rollback-b").toString()}),
@@ -124,6 +132,7 @@ public class ClusterUpgradeTest {
                 holes = ackAllBut(held, i -> i % 3 == 0);
                 afterTheReset = ackAfterAReset(reset);
             }
+            String heldAt = geo.refuseE3(cluster);
             for (Cluster.Broker broker : cluster.brokers()) {
                 broker.stop();
             }
@@ -136,12 +145,140 @@ public class ClusterUpgradeTest {
                 Standalone.publishSentinel(client, topic);
                 Set<String> heldAgain = redelivered(client, topic, "held", SubscriptionType.Shared);
                 Set<String> resetAgain = redelivered(client, topic, "reset", SubscriptionType.Exclusive);
+                String readAt = geo.markDeletePosition(cluster);
+                String geoOutcome = geo.liftTheLimit(cluster);
                 System.out.printf("[cluster %s, scenario e, rollback ours -> upstream] held: %d not acked, %d"
-                        + " delivered again; reset: %d not acked after the reset, %d delivered again%n", LINE,
-                        holes.size(), heldAgain.size(), afterTheReset.size(), resetAgain.size());
+                        + " delivered again; reset: %d not acked after the reset, %d delivered again; geo: the"
+                        + " replicator cursor at %s before the rollback, %s after it; %s%n", LINE,
+                        holes.size(), heldAgain.size(), afterTheReset.size(), resetAgain.size(), heldAt, readAt,
+                        geoOutcome);
                 assertEquals(heldAgain, holes, "held: what upstream delivers again after the rollback");
                 assertEquals(resetAgain, afterTheReset, "reset: what upstream delivers again after the rollback");
+                assertEquals(readAt, heldAt, "geo: upstream's replicator cursor after the rollback");
             }
+        } finally {
+            geo.remote.kill9();
+        }
+    }
+
+    /**
+     * The geo rejection record of scenario e. The cluster replicates {@code geo/replicated} to a standalone of our
+     * jars ({@code cluster-b}, deduplication on) that refuses E3 by a topic-level maximum message size; our source
+     * records the refusal on its replicator cursor ({@link GeoAdmin#REJECTION_RECORD}) and holds E3, and the remote's
+     * fence refuses E4 after it. After the rollback the remote, still of our jars, keeps refusing E3 until the limit
+     * is lifted; what upstream's source then replicates is measured, not asserted (docs/drop-in.md).
+     */
+    private static final class RefusedReplication {
+        private static final String REMOTE = "cluster-b";
+        private static final String NAMESPACE = "geo/replicated";
+        private static final String TOPIC = "persistent://" + NAMESPACE + "/refused";
+        private static final String PATH = "/admin/v2/persistent/" + NAMESPACE + "/refused";
+        private static final String MAX_MESSAGE_SIZE = "1024";
+        private static final Duration WAIT = Duration.ofSeconds(60);
+        private static final Pattern MARK_DELETE = Pattern.compile("\"pulsar\\.repl\\." + REMOTE
+                + "\"\\s*:\\s*\\{[^{}]*?\"markDeletePosition\"\\s*:\\s*\"([0-9:]+)\"");
+        final Standalone remote;
+        private final List<String> onRemote = new ArrayList<>();
+
+        RefusedReplication(StandaloneHomes homes) throws Exception {
+            remote = new Standalone(homes.home("ours", "home-rollback-remote"));
+            remote.configure("clusterName=" + REMOTE + "\nbrokerDeduplicationEnabled=true");
+        }
+
+        /**
+         * E1 replicated, then E3 refused by the remote and E4 sent after it; returns the replicator cursor's
+         * mark-delete position once the source recorded the refusal (inconclusive when it did not within a minute).
+         */
+        String refuseE3(Cluster cluster) throws Exception {
+            remote.start();
+            Cluster.Broker source = cluster.brokers().get(0);
+            GeoAdmin.replicate(source::send, NAMESPACE, Cluster.NAME, REMOTE, remote.webServiceUrl(),
+                    remote.serviceUrl());
+            GeoAdmin.replicate(remote::send, NAMESPACE, REMOTE, Cluster.NAME, cluster.webServiceUrl(),
+                    cluster.serviceUrl());
+            // A line that creates the replicated topic on the other cluster as well answers the second PUT with 409.
+            for (GeoAdmin.Rest admin : List.<GeoAdmin.Rest>of(remote::send, source::send)) {
+                HttpResponse<String> created = admin.send("PUT", PATH, null);
+                if (created.statusCode() != 409) {
+                    expectOk(created);
+                }
+            }
+            try (PulsarClient sourceClient = cluster.client();
+                 PulsarClient remoteClient = remote.client();
+                 Consumer<String> check = remoteClient.newConsumer(Schema.STRING).topic(TOPIC)
+                         .subscriptionName("check").subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                         .subscribe();
+                 Producer<String> producer = sourceClient.newProducer(Schema.STRING).topic(TOPIC)
+                         .enableBatching(false).create()) {
+                producer.send("E1");
+                await().atMost(WAIT).until(() -> {
+                    receiveAvailable(check, onRemote);
+                    return onRemote.contains("E1");
+                });
+                expectOk(remote.send("POST", PATH + "/maxMessageSize", MAX_MESSAGE_SIZE));
+                await().atMost(WAIT).until(() -> remote.get(PATH + "/maxMessageSize").trim().equals(MAX_MESSAGE_SIZE));
+                producer.send("E3:" + "x".repeat(4 * Integer.parseInt(MAX_MESSAGE_SIZE)));
+                producer.send("E4");
+                try {
+                    await().atMost(WAIT).ignoreExceptions().until(() ->
+                            source.get(PATH + "/internalStats").contains(GeoAdmin.REJECTION_RECORD));
+                } catch (ConditionTimeoutException e) {
+                    throw new SkipException("inconclusive: the source recorded no refusal of E3 within " + WAIT);
+                }
+                receiveAvailable(check, onRemote);
+                assertEquals(onRemote, List.of("E1"), "the remote before the rollback");
+            }
+            return markDeletePosition(cluster);
+        }
+
+        /** The replicator cursor's mark-delete position, read from its owner (the topic loaded if it was not). */
+        String markDeletePosition(Cluster cluster) throws Exception {
+            String[] position = new String[1];
+            await().atMost(WAIT).ignoreExceptions().until(() -> {
+                Matcher m = MARK_DELETE.matcher(cluster.brokers().get(0).get(PATH + "/internalStats"));
+                position[0] = m.find() ? m.group(1) : null;
+                return position[0] != null;
+            });
+            return position[0];
+        }
+
+        /**
+         * The remote's limit lifted: what upstream's source replicates from the held position within a minute, and,
+         * when it did not drain by then, within a minute of an unload of the source topic (what an operator does for
+         * a stalled replicator). Upstream's stats-internal does not show the refusal record, which stays in the
+         * cursor's properties.
+         */
+        String liftTheLimit(Cluster cluster) throws Exception {
+            Cluster.Broker source = cluster.brokers().get(0);
+            expectOk(remote.send("DELETE", PATH + "/maxMessageSize", null));
+            try (PulsarClient remoteClient = remote.client();
+                 Consumer<String> check = remoteClient.newConsumer(Schema.STRING).topic(TOPIC)
+                         .subscriptionName("check").subscribe()) {
+                String outcome = "after the limit was lifted " + drained(source, check);
+                if (!outcome.endsWith(" 0")) {
+                    expectOk(source.send("PUT", PATH + "/unload", null));
+                    outcome += "; after an unload of the source topic " + drained(source, check);
+                }
+                return outcome;
+            }
+        }
+
+        private String drained(Cluster.Broker source, Consumer<String> check) throws Exception {
+            long[] backlog = {-1};
+            try {
+                await().atMost(WAIT).ignoreExceptions().until(() -> {
+                    receiveAvailable(check, onRemote);
+                    backlog[0] = GeoAdmin.replicationBacklog(source::send, PATH);
+                    return backlog[0] == 0 && onRemote.contains("E4");
+                });
+            } catch (ConditionTimeoutException e) {
+                // Not drained within WAIT: what arrived by then is the outcome.
+            }
+            receiveAvailable(check, onRemote);
+            List<String> missing = new ArrayList<>(List.of("E1", "E3", "E4"));
+            missing.removeAll(onRemote);
+            return String.format("the remote had %s, missing %s, source replication backlog %d", onRemote, missing,
+                    backlog[0]);
         }
     }
 

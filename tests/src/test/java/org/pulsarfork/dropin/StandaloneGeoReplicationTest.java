@@ -21,10 +21,12 @@ package org.pulsarfork.dropin;
 import static org.awaitility.Awaitility.await;
 import static org.pulsarfork.bench.BenchGroups.FORK_ONLY;
 import static org.pulsarfork.dropin.Commands.LINE;
+import static org.pulsarfork.dropin.GeoAdmin.REJECTION_RECORD;
+import static org.pulsarfork.dropin.GeoAdmin.expectOk;
+import static org.pulsarfork.dropin.GeoAdmin.receiveAvailable;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,7 +36,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.pulsar.client.api.Consumer;
-import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
@@ -68,9 +69,6 @@ public class StandaloneGeoReplicationTest {
     private static final String TOPIC_PATH = "/admin/v2/persistent/" + NAMESPACE + "/gap";
     private static final int REMOTE_MAX_MESSAGE_SIZE = 1024;
     private static final List<String> SENT = List.of("E1", "E2", "E3", "E4", "E5", "E6");
-    // Ours records a refused message on the source's replicator cursor (broker: ReplicationRejections).
-    private static final String REJECTION_RECORD = "pulsar.replication.rejected.";
-    private static final Pattern BACKLOG = Pattern.compile("\"replicationBacklog\"\\s*:\\s*(\\d+)");
     private static final Pattern RETRY_ATTEMPTS =
             Pattern.compile("\"pulsar\\.replication\\.retry\\.attempts\\.[0-9:]+\"\\s*:\\s*(\\d+)");
     private static final Duration RELEASE_BOUND = Duration.ofSeconds(10);
@@ -480,37 +478,15 @@ public class StandaloneGeoReplicationTest {
 
     /**
      * Each standalone has a metadata store of its own: both clusters, the tenant and the replicated namespace are
-     * defined on each, as an operator of two clusters without a shared configuration store does.
+     * defined on each.
      */
     private static void defineClusters(Standalone broker, Standalone source, Standalone remote) throws Exception {
         Standalone other = broker == source ? remote : source;
-        String otherName = broker == source ? REMOTE : SOURCE;
-        expectOk(broker.send("PUT", "/admin/v2/clusters/" + otherName, "{\"serviceUrl\":\""
-                + other.webServiceUrl() + "\",\"brokerServiceUrl\":\"" + other.serviceUrl() + "\"}"));
-        expectOk(broker.send("PUT", "/admin/v2/tenants/geo",
-                "{\"adminRoles\":[],\"allowedClusters\":[\"" + SOURCE + "\",\"" + REMOTE + "\"]}"));
-        expectOk(broker.send("PUT", "/admin/v2/namespaces/" + NAMESPACE, null));
-        expectOk(broker.send("POST", "/admin/v2/namespaces/" + NAMESPACE + "/replication",
-                "[\"" + SOURCE + "\",\"" + REMOTE + "\"]"));
+        GeoAdmin.replicate(broker::send, NAMESPACE, broker == source ? SOURCE : REMOTE,
+                broker == source ? REMOTE : SOURCE, other.webServiceUrl(), other.serviceUrl());
     }
 
     private static long replicationBacklog(Standalone source) throws Exception {
-        Matcher backlog = BACKLOG.matcher(source.get(TOPIC_PATH + "/stats"));
-        return backlog.find() ? Long.parseLong(backlog.group(1)) : -1;
-    }
-
-    private static void expectOk(HttpResponse<String> response) {
-        assertTrue(response.statusCode() / 100 == 2, response.statusCode() + " " + response.uri() + ": "
-                + response.body());
-    }
-
-    /** Receives what is there, E3 (4 KB) as "E3", and acks it. */
-    private static void receiveAvailable(Consumer<String> consumer, List<String> received) throws Exception {
-        Message<String> message;
-        while ((message = consumer.receive(100, TimeUnit.MILLISECONDS)) != null) {
-            String value = message.getValue();
-            received.add(value.startsWith("E3:") ? "E3" : value);
-            consumer.acknowledge(message);
-        }
+        return GeoAdmin.replicationBacklog(source::send, TOPIC_PATH);
     }
 }
