@@ -36,11 +36,12 @@ if [ -n "$(git -C "$wt" status --porcelain)" ]; then
   echo "$wt has uncommitted changes: commit them first" >&2
   exit 1
 fi
-# What a patch changes, without where: its header and its added and removed lines (hunk offsets and
-# index lines differ from line to line for one change).
+# What a patch changes, without where: its header and its hunks, context lines included (the build
+# applies a patch with no fuzz, so a changed context line is a change), without hunk offsets and index
+# lines (they differ from line to line for one change).
 change_of() {
   sed -n '/^diff --git /q; p' "$1"
-  grep -E '^[-+]' "$1" | grep -vE '^(\+\+\+|---) '
+  sed -n '/^diff --git /,$p' "$1" | grep -vE '^(index |diff --git |\+\+\+ |--- )' | sed -E 's/^@@ [^@]* @@/@@/'
 }
 # A patch's subject: its "Subject:" header with the folded lines joined.
 subject_of() {
