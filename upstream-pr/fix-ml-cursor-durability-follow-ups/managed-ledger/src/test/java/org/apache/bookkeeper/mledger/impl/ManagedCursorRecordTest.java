@@ -35,9 +35,9 @@ import org.testng.annotations.Test;
 /**
  * What a cursor record holds, one step away from the reset and throttling fixes: a reset's record holds
  * no ack it cleared, a write completes only the acks it contains, a queued reset survives a transient
- * write failure, a closed cursor keeps its batch-index acks, a cursor ledger whose first record failed
- * is not switched to, and an ack past the record's range cap waits for a record that holds it. Each
- * test checks that a restart after a crash recovers what was reported complete.
+ * write failure, a cursor ledger whose first record failed is not switched to, and an ack past the
+ * record's range cap waits for a record that holds it. Each test checks that a restart after a crash
+ * recovers what was reported complete.
  */
 public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
     private static final ManagedLedgerConfig CONFIG = new ManagedLedgerConfig();
@@ -142,23 +142,6 @@ public class ManagedCursorRecordTest extends ManagedCursorAckPathTestBase {
         assertEquals(recovered.getMarkDeletedPosition(), c.beforeFirst());
         assertFalse(recovered.isMessageDeleted(c.p.get(7)));
         assertEquals(reset.violations, List.of());
-    }
-
-    /** A partial batch-index ack, then a clean close: the reopened cursor still has the batch indexes. */
-    @Test(timeOut = 60_000)
-    public void testClosedCursorKeepsItsPartialBatchAcks() throws Exception {
-        Cursor c = new Cursor("closed-keeps-batch-acks", CONFIG, 4);
-        Position p6 = c.p.get(6);
-        long[] unacked = {0b100};
-        Recorded ack = new Recorded(c.cursor);
-        c.cursor.asyncDelete(AckSetStateUtil.createPositionWithAckSet(p6.getLedgerId(), p6.getEntryId(), unacked),
-                ack, null);
-        await().atMost(WAIT).until(ack.done::isDone);
-        assertTrue(ack.succeeded());
-        c.cursor.close();
-
-        assertEquals(c.crash().getDeletedBatchIndexesAsLongArray(p6), unacked,
-                "a batch ack reported complete, lost at the next load");
     }
 
     /**
