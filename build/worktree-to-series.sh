@@ -37,11 +37,11 @@ if [ -n "$(git -C "$wt" status --porcelain)" ]; then
   exit 1
 fi
 # What a patch changes, without where: its header and its hunks, context lines included (the build
-# applies a patch with no fuzz, so a changed context line is a change), without hunk offsets and index
-# lines (they differ from line to line for one change).
+# applies a patch with no fuzz, so a changed context line is a change), without hunk offsets, the hunk
+# headings' nearest-line text and index lines (they differ from line to line for one change).
 change_of() {
   sed -n '/^diff --git /q; p' "$1"
-  sed -n '/^diff --git /,$p' "$1" | grep -vE '^(index |diff --git |\+\+\+ |--- )' | sed -E 's/^@@ [^@]* @@/@@/'
+  sed -n '/^diff --git /,$p' "$1" | grep -vE '^(index |diff --git |\+\+\+ |--- )' | sed -E 's/^@@ .* @@.*/@@/'
 }
 # A patch's subject: its "Subject:" header with the folded lines joined.
 subject_of() {

@@ -166,13 +166,17 @@ final class Cluster implements AutoCloseable {
             return send(method, path, null);
         }
 
-        /** A POST or PUT of {@code json} (no body when null). */
+        /** A request of {@code method} with {@code json} as its body, or none when null. */
         HttpResponse<String> send(String method, String path, String json) throws Exception {
-            HttpRequest.BodyPublisher body = json == null ? HttpRequest.BodyPublishers.noBody()
-                    : HttpRequest.BodyPublishers.ofString(json);
-            return HTTP.send(HttpRequest.newBuilder(URI.create(webServiceUrl() + path)).timeout(Duration.ofSeconds(30))
-                    .header("Content-Type", "application/json").method(method, body).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(webServiceUrl() + path))
+                    .timeout(Duration.ofSeconds(30));
+            if (json == null) {
+                request.method(method, HttpRequest.BodyPublishers.noBody());
+            } else {
+                request.header("Content-Type", "application/json")
+                        .method(method, HttpRequest.BodyPublishers.ofString(json));
+            }
+            return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
         }
 
         String get(String path) throws Exception {
