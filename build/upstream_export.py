@@ -320,7 +320,6 @@ REWORDS = [
      "(a regression the reset barrier of the PR below would bring; upstream is not affected)"),
     ("comes with the fork's typed queue", "comes with the typed queue of the reset-barrier PR"),
     ("which this fork does not patch", "which this change does not touch"),
-    ("on ours and on upstream", "with the reset barrier and on upstream"),
     ("Found by the schedule explorer", "Found by a randomized exploration of the cursor's schedules"),
     ("found by the schedule explorer", "found by a randomized exploration of the cursor's schedules"),
     ("by the schedule explorer", "by a randomized exploration of the cursor's schedules"),
